@@ -1,0 +1,12 @@
+"""bertlab: pretrain and fine-tune BERT models built from scratch, driven by Hydra configs."""
+
+from bertlab.config import BertConfig
+from bertlab.model import (
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertForSequenceClassification,
+    BertModel,
+)
+
+__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification"]
+__version__ = "0.1.0"

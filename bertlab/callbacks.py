@@ -1,0 +1,243 @@
+"""Callbacks Lightning lacks: the Hugging Face–format export, metric plots and summaries, and a stop
+on a non-finite loss. Checkpointing, early stopping, learning-rate and progress display are
+Lightning's own callbacks, configured in conf/callbacks."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import pandas as pd
+import torch
+from lightning.pytorch.callbacks import ThroughputMonitor
+from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities import rank_zero_warn
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from tokenizers import Tokenizer
+
+from bertlab.checkpoint import write_atomically
+from bertlab.errors import BertlabError, ConfigError
+from bertlab.tokenizer import save_tokenizer
+
+# Metrics where lower is better; every other validation metric is best at its maximum.
+_LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
+
+
+def export_pretrained(model: torch.nn.Module, tokenizer: Tokenizer, directory: str | os.PathLike) -> None:
+    """Writes `model` and `tokenizer` as a Hugging Face directory. Everything goes into a temporary
+    sibling first, which then replaces `directory`: an interruption leaves the old export or none,
+    never a half-written one."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = directory.parent / f".{directory.name}.tmp-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+        model.save_pretrained(staging)
+        save_tokenizer(tokenizer, staging)
+        if directory.exists():
+            retired = staging.with_name(f"{staging.name}.old")
+            os.replace(directory, retired)
+            os.replace(staging, directory)
+            shutil.rmtree(retired)
+        else:
+            os.replace(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+class ExportPretrained(L.Callback):
+    """At the end of fit, exports `module.model` with the tokenizer (`tokenizer`, else the datamodule's
+    `tokenizer`) to `dirpath` as a Hugging Face–format directory, from rank 0.
+
+    `weights="final"` exports the weights as training left them; `"best"` reloads the best checkpoint
+    of the Trainer's ModelCheckpoint (falling back to the final weights, with a warning, when
+    no checkpoint was saved).
+    """
+
+    def __init__(self, dirpath: str, weights: str = "final", tokenizer: Tokenizer | None = None):
+        if weights not in ("final", "best"):
+            raise ConfigError(f"ExportPretrained.weights must be 'final' or 'best', got {weights!r}")
+        self.dirpath = dirpath
+        self.weights = weights
+        self.tokenizer = tokenizer
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        tokenizer = self.tokenizer or getattr(trainer.datamodule, "tokenizer", None)
+        if tokenizer is None:
+            raise BertlabError(f"cannot export to {self.dirpath}: no tokenizer; the datamodule has no "
+                               f"`tokenizer` attribute and none was given to ExportPretrained")
+        export_pretrained(self._weights_to_export(trainer, pl_module.model), tokenizer, self.dirpath)
+
+    def _weights_to_export(self, trainer: L.Trainer, model: torch.nn.Module) -> torch.nn.Module:
+        if self.weights == "final":
+            return model
+        best_path = getattr(trainer.checkpoint_callback, "best_model_path", "")
+        if not best_path:
+            rank_zero_warn(f"ExportPretrained: no best checkpoint was saved; exporting the final weights "
+                           f"to {self.dirpath}")
+            return model
+        state = torch.load(best_path, map_location="cpu", weights_only=True)["state_dict"]
+        # A separate copy: the module itself keeps the weights it trained to.
+        best = type(model)(model.config)
+        best.load_state_dict({key.removeprefix("model."): value for key, value in state.items()
+                              if key.startswith("model.")})
+        return best
+
+
+def summarise_metrics(frame: pd.DataFrame) -> dict[str, Any]:
+    """Last value of every metric, and the best value and its step for each validation metric."""
+    summary: dict[str, Any] = {"step": int(frame["step"].max()), "final": {}, "best": {}}
+    for name in frame.columns.drop(["step", "epoch"], errors="ignore"):
+        series = frame.set_index("step")[name].dropna()
+        if series.empty:
+            continue
+        summary["final"][name] = float(series.iloc[-1])
+        if name.startswith("val/"):
+            best_step = series.idxmin() if any(word in name for word in _LOWER_IS_BETTER) else series.idxmax()
+            summary["best"][name] = {"value": float(series[best_step]), "step": int(best_step)}
+    return summary
+
+
+def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
+    """One panel for the losses (training and validation), one per other validation metric."""
+    losses = [name for name in frame.columns if name.endswith("loss")]
+    others = [name for name in frame.columns if name.startswith("val/") and name not in losses]
+    panels = ([("loss", losses)] if losses else []) + [(name, [name]) for name in others]
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    figure = Figure(figsize=(5 * columns, 3.5 * rows), layout="constrained")
+    FigureCanvasAgg(figure)
+    for index, (title, names) in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        for name in names:
+            series = frame.set_index("step")[name].dropna()
+            if name.startswith("val/"):
+                axes.plot(series.index, series.values, marker="o", markersize=3, label=name)
+            else:
+                line, = axes.plot(series.index, series.values, alpha=0.3, linewidth=0.8)
+                smoothed = series.rolling(max(1, len(series) // 50), min_periods=1).mean()
+                axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
+        axes.set_title(title)
+        axes.set_xlabel("step")
+        axes.grid(alpha=0.3)
+        if len(names) > 1:
+            axes.legend()
+    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
+
+
+class MetricsArtifacts(L.Callback):
+    """After each validation and at the end of fit, turns the CSVLogger's metrics.csv into
+    metrics.png (training loss and validation metrics against step) and metrics.json (final and
+    best values), written to `dirpath` (default: the CSVLogger's log directory), from rank 0."""
+
+    def __init__(self, dirpath: str | None = None):
+        self.dirpath = dirpath
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if not any(isinstance(logger, CSVLogger) for logger in trainer.loggers):
+            raise ConfigError("MetricsArtifacts reads the CSVLogger's metrics.csv, but the Trainer has no "
+                              "CSVLogger; add one to the trainer's loggers or remove the callback")
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self.write(trainer)
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.write(trainer)
+
+    def write(self, trainer: L.Trainer) -> None:
+        if not trainer.is_global_zero:
+            return
+        logger = next(logger for logger in trainer.loggers if isinstance(logger, CSVLogger))
+        logger.save()
+        csv_path = Path(logger.log_dir) / "metrics.csv"
+        if not csv_path.is_file():
+            return  # nothing logged yet
+        frame = pd.read_csv(csv_path)
+        if frame.empty:
+            return
+        directory = Path(self.dirpath or logger.log_dir)
+        summary = json.dumps(summarise_metrics(frame), indent=2) + "\n"
+        write_atomically(directory / "metrics.json", lambda temp: Path(temp).write_text(summary))
+        plot_metrics(frame, directory / "metrics.png")
+
+
+class FiniteLossGuard(L.Callback):
+    """Stops training with a BertlabError naming the step when the training loss turns NaN or inf,
+    and refuses to save a checkpoint after it, so the last good checkpoint stays the newest.
+
+    Trade-off: the loss is tested on the device every step, but the host reads the verdict (one
+    sync) only every `check_every_n_steps` batches and before each checkpoint save, so a divergence
+    is reported up to that many batches late — never saved.
+    """
+
+    def __init__(self, check_every_n_steps: int = 50):
+        if check_every_n_steps < 1:
+            raise ConfigError(f"FiniteLossGuard.check_every_n_steps must be >= 1, got {check_every_n_steps}")
+        self.check_every_n_steps = check_every_n_steps
+        self._first_bad_step: torch.Tensor | None = None  # on the device; -1 while all losses are finite
+        self._batches = 0
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        self._step = trainer.global_step
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        if loss is None:
+            return
+        if self._first_bad_step is None:
+            self._first_bad_step = torch.full((), -1, dtype=torch.long, device=loss.device)
+        newly_bad = ~torch.isfinite(loss.detach()).all() & (self._first_bad_step < 0)
+        self._first_bad_step = torch.where(newly_bad, self._step, self._first_bad_step)
+        self._batches += 1
+        if self._batches % self.check_every_n_steps == 0:
+            self._check(trainer)
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        self._check(trainer)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._check(trainer)
+
+    def _check(self, trainer: L.Trainer) -> None:
+        if self._first_bad_step is None:
+            return
+        bad_step = int(self._first_bad_step)
+        # Every process must stop together, so the verdict is shared.
+        if trainer.strategy.reduce_boolean_decision(bad_step < 0, all=True):
+            return
+        where = f"at training step {bad_step}" if bad_step >= 0 else "in another process"
+        directory = getattr(trainer.checkpoint_callback, "dirpath", None)
+        kept = f"; checkpoints saved before it are kept in {directory}" if directory else ""
+        raise BertlabError(f"training loss became NaN or inf {where} (global step, 0-based); stopped without "
+                           f"saving the diverged weights{kept}. Lower the learning rate, raise warmup, or set "
+                           f"trainer.gradient_clip_val")
+
+
+def _sequences(batch: dict[str, torch.Tensor]) -> int:
+    return batch["input_ids"].shape[0]
+
+
+def _tokens(batch: dict[str, torch.Tensor]) -> int:
+    return batch["input_ids"].numel()  # padding included: counting real tokens would sync the device
+
+
+class TokenThroughputMonitor(ThroughputMonitor):
+    """Lightning's ThroughputMonitor for bertlab's dict batches: logs train/samples_per_sec
+    (sequences) and train/items_per_sec (tokens, padding included), plus per-device variants."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(batch_size_fn=_sequences, length_fn=_tokens, **kwargs)

@@ -1,0 +1,213 @@
+"""Hugging Face–format checkpoints: `config.json` + `model.safetensors`, written atomically, read
+from bertlab or Hugging Face directories with one readable report of what did not fit."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from bertlab.config import CONFIG_NAME, BertConfig
+from bertlab.errors import CheckpointError, ConfigError
+
+WEIGHTS_NAME = "model.safetensors"
+BASE_PREFIX = "bert."
+log = logging.getLogger("bertlab")
+
+# Tensors older checkpoints carry that are not parameters (buffers) or are tied to another tensor.
+_IGNORED_KEYS = re.compile(r"(^|\.)(embeddings\.position_ids|embeddings\.token_type_ids|"
+                           r"cls\.predictions\.decoder\.weight)$")
+_TF_NAMES = ((".gamma", ".weight"), (".beta", ".bias"))
+
+
+def write_atomically(path: Path, write) -> None:
+    """Calls `write(temp_path)` on a temporary sibling, then renames it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    os.chmod(temp, 0o644)  # mkstemp creates 0600; the result is an ordinary shareable file
+    try:
+        write(temp)
+        with open(temp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _layer_pattern(keys: list[str]) -> list[str]:
+    """Collapses per-layer keys: `encoder.layer.{0-5}.attention.self.query.weight`."""
+    layers: dict[str, list[int]] = defaultdict(list)
+    for key in keys:
+        match = re.search(r"\.layer\.(\d+)\.", key)
+        if match:
+            layers[key[:match.start()] + ".layer.{}." + key[match.end():]].append(int(match.group(1)))
+        else:
+            layers[key] = []
+    lines = []
+    for pattern, indices in sorted(layers.items()):
+        if not indices:
+            lines.append(pattern)
+            continue
+        indices.sort()
+        span = str(indices[0]) if len(indices) == 1 else (
+            f"{indices[0]}-{indices[-1]}" if indices == list(range(indices[0], indices[-1] + 1))
+            else ",".join(map(str, indices)))
+        lines.append(pattern.replace("{}", "{" + span + "}"))
+    return lines
+
+
+@dataclass
+class LoadReport:
+    source: str
+    model_class: str
+    loaded: int = 0
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    mismatched: list[tuple[str, tuple, tuple]] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not (self.missing or self.unexpected or self.mismatched)
+
+    def __str__(self) -> str:
+        lines = [f"Loaded {self.loaded} tensors from {self.source} into {self.model_class}."]
+        if self.missing:
+            lines.append("  newly initialised (not in the checkpoint; train them):")
+            lines += [f"    {line}" for line in _layer_pattern(self.missing)]
+        if self.mismatched:
+            lines.append("  re-initialised (shape in checkpoint differs from this model):")
+            lines += [f"    {key}: checkpoint {tuple(a)} vs model {tuple(b)}" for key, a, b in self.mismatched]
+        if self.unexpected:
+            lines.append("  ignored (in the checkpoint, not used by this model):")
+            lines += [f"    {line}" for line in _layer_pattern(self.unexpected)]
+        return "\n".join(lines)
+
+
+def read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    path = directory / WEIGHTS_NAME
+    if not path.is_file():
+        others = sorted(p.name for p in directory.glob("*.bin")) + sorted(p.name for p in directory.glob("*.pt"))
+        hint = (f"; found {', '.join(others)} — bertlab loads only safetensors (no pickle from untrusted "
+                f"files); convert with transformers' save_pretrained(safe_serialization=True)") if others else ""
+        raise CheckpointError(f"{path}: no such file{hint}")
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: unreadable safetensors file, truncated or corrupted ({error})") from None
+
+
+def normalise_keys(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
+    """Maps Hugging Face / TF-converted names onto this model's names: `bert.` prefix added or
+    removed, `gamma`/`beta` → `weight`/`bias`, the decoder bias alias, buffers dropped."""
+    model_has_prefix = any(key.startswith(BASE_PREFIX) for key in expected)
+    result = {}
+    for key, tensor in state.items():
+        for old, new in _TF_NAMES:
+            if key.endswith(old) and "LayerNorm" in key:
+                key = key[: -len(old)] + new
+        if key.endswith("cls.predictions.decoder.bias"):
+            key = key.replace("decoder.bias", "bias")
+        if _IGNORED_KEYS.search(key):
+            continue
+        is_head = key.startswith(("cls.", "classifier.", "qa_outputs."))
+        if model_has_prefix and not key.startswith(BASE_PREFIX) and not is_head:
+            key = BASE_PREFIX + key
+        elif not model_has_prefix and key.startswith(BASE_PREFIX):
+            key = key[len(BASE_PREFIX):]
+        result.setdefault(key, tensor)
+    return result
+
+
+def check_position_type(config: BertConfig, keys: set[str], source: Path) -> None:
+    """A relative config needs distance embeddings in the checkpoint, an absolute one must not
+    find them: either way the checkpoint was trained differently, and loading would be silently wrong."""
+    has_distance = any(".distance_embedding." in key for key in keys)
+    has_encoder = any(".encoder.layer." in f".{key}" for key in keys)
+    relative = config.position_embedding_type != "absolute"
+    if has_encoder and relative and not has_distance:
+        raise CheckpointError(
+            f"{source}: config.json says position_embedding_type={config.position_embedding_type!r} "
+            f"but the weights have no distance_embedding tables; they were trained with absolute positions")
+    if relative is False and has_distance:
+        raise CheckpointError(
+            f"{source}: config.json says position_embedding_type='absolute' but the weights contain "
+            f"relative distance_embedding tables; set position_embedding_type to relative_key or "
+            f"relative_key_query in config.json")
+
+
+def load_into(model: torch.nn.Module, directory: Path) -> LoadReport:
+    expected = model.state_dict()
+    state = normalise_keys(read_weights(directory), set(expected))
+    check_position_type(model.config, set(state), directory)
+    report = LoadReport(str(directory), type(model).__name__)
+    fitting = {}
+    for key, tensor in state.items():
+        if key not in expected:
+            if key.endswith("embeddings.position_embeddings.weight") \
+                    and model.config.position_embedding_type != "absolute":
+                continue  # transformers always saves this table; relative models never use it
+            report.unexpected.append(key)
+        elif tensor.shape != expected[key].shape:
+            report.mismatched.append((key, tuple(tensor.shape), tuple(expected[key].shape)))
+        else:
+            fitting[key] = tensor
+    body_mismatch = [item for item in report.mismatched if not item[0].startswith(("classifier.", "cls."))]
+    if body_mismatch:
+        key, found, wanted = body_mismatch[0]
+        raise CheckpointError(
+            f"{directory}: {len(body_mismatch)} tensor(s) do not fit the model config, e.g. {key}: "
+            f"checkpoint {found} vs model {wanted}; the checkpoint's config.json and weights disagree")
+    model.load_state_dict(fitting, strict=False)
+    report.loaded = len(fitting)
+    mismatched_keys = {key for key, _, _ in report.mismatched}
+    report.missing = [key for key in expected if key not in fitting and key not in mismatched_keys]
+    return report
+
+
+class PretrainedMixin:
+    """`from_pretrained` / `save_pretrained` for the model classes in bertlab.model."""
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike, **config_overrides):
+        """Loads a bertlab or Hugging Face BERT directory. `config_overrides` replace config.json
+        values (e.g. num_labels, id2label, gradient_checkpointing). The load report is logged and
+        kept as `model.load_report`."""
+        unknown = sorted(set(config_overrides) - {f.name for f in dataclasses.fields(BertConfig)})
+        if unknown:
+            raise ConfigError(f"from_pretrained: unknown config override(s) {', '.join(unknown)}; "
+                              f"expected BertConfig fields (e.g. num_labels, id2label, attn_implementation)")
+        directory = Path(path)
+        if not directory.is_dir():
+            raise CheckpointError(f"{directory}: not a checkpoint directory (expected a folder with "
+                                  f"{CONFIG_NAME} and {WEIGHTS_NAME})")
+        saved = BertConfig.from_json_file(directory)
+        values = saved.to_dict()
+        values.update(config_overrides)
+        if config_overrides.get("num_labels", saved.num_labels) != saved.num_labels \
+                and "id2label" not in config_overrides:
+            values["id2label"] = values["label2id"] = None  # the saved label names no longer apply
+        config = BertConfig.from_dict(values)
+        model = cls(config)
+        model.load_report = load_into(model, directory)
+        level = logging.INFO if model.load_report.complete else logging.WARNING
+        log.log(level, "%s", model.load_report)
+        return model
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        directory = Path(path)
+        config_text = self.config.to_json_string(architecture=type(self).__name__)
+        tensors = {key: value.detach().contiguous().cpu() for key, value in self.state_dict().items()}
+        # Weights first: when the large write fails, the directory keeps its previous config/weights pair.
+        write_atomically(directory / WEIGHTS_NAME, lambda temp: save_file(tensors, temp, metadata={"format": "pt"}))
+        write_atomically(directory / CONFIG_NAME, lambda temp: Path(temp).write_text(config_text))

@@ -1,0 +1,67 @@
+"""`python -m bertlab <command> [arguments…]`: a table of subcommands.
+
+Hydra commands (train, fine-tune) take Hydra overrides; the others take ordinary options.
+A `BertlabError` ends the run with one line on stderr and exit status 1; BERTLAB_DEBUG=1 shows
+the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import os
+import sys
+from pathlib import Path
+
+from bertlab.errors import BertlabError
+
+# command → (module in bertlab.commands, one-line help)
+COMMANDS = {
+    "train": ("train", "pretrain a BERT (masked LM, optional NSP) from a text corpus"),
+    "fine-tune": ("fine_tune", "fine-tune a sequence classifier from a checkpoint or from scratch"),
+    "evaluate": ("evaluate", "metrics of a fine-tuned checkpoint on a split or a file"),
+    "predict": ("predict", "labels and probabilities for sentences, a text file or a csv/jsonl column"),
+    "summarize": ("summarize", "table of final metrics (per run, mean ± std) of a sweep folder"),
+    "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),
+}
+
+
+def recipe_names() -> list[str]:
+    recipes = importlib.resources.files("bertlab.recipes")
+    return sorted(entry.name[:-5] for entry in recipes.iterdir() if entry.name.endswith(".yaml"))
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: python -m bertlab <command> [arguments…]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    lines += ["", "recipes (train/fine-tune +recipe=NAME):", "  " + ", ".join(recipe_names()), "",
+              "examples:",
+              "  python -m bertlab train +recipe=mlm_tiny trainer.max_steps=200 seed=7",
+              "  python -m bertlab fine-tune +recipe=sst2",
+              "  python -m bertlab train --help        (Hydra's help: config groups and options)",
+              "  python -m bertlab train +recipe=mlm_tiny --cfg job   (print the resolved config)"]
+    return "\n".join(lines)
+
+
+def fail(message: str, status: int = 2) -> None:
+    print(f"bertlab: error: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return
+    command, arguments = argv[0], argv[1:]
+    if command not in COMMANDS:
+        fail(f"unknown command {command!r}; expected one of: {', '.join(COMMANDS)} "
+             f"(python -m bertlab --help)")
+    module = importlib.import_module(f"bertlab.commands.{COMMANDS[command][0]}")
+    try:
+        module.main(arguments, prog=f"bertlab {command}")
+    except BertlabError as error:
+        if os.environ.get("BERTLAB_DEBUG"):
+            raise
+        fail(str(error), status=1)

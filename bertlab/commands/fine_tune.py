@@ -1,0 +1,87 @@
+"""`python -m bertlab fine-tune +recipe=sst2 [overrides…]`: a sequence classifier from a bertlab or
+Hugging Face checkpoint (`model.init_from`), or from scratch as the control experiment.
+
+The best checkpoint (on `task.monitor`) is exported to <run>/checkpoint in Hugging Face format.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import lightning as L
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from bertlab import hydra_app, run
+from bertlab.callbacks import ExportPretrained
+from bertlab.errors import CheckpointError, ConfigError
+from bertlab.model import BertForSequenceClassification
+from bertlab.tokenizer import special_token_ids
+
+log = logging.getLogger("bertlab")
+
+
+def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> BertForSequenceClassification:
+    labels = {"id2label": dict(enumerate(label_names)),
+              "label2id": {name: index for index, name in enumerate(label_names)},
+              "num_labels": len(label_names)}
+    if cfg.model.init_from:
+        model = BertForSequenceClassification.from_pretrained(
+            cfg.model.init_from, **labels, **run.model_overrides(cfg.model))
+        print(model.load_report)
+    else:
+        model = BertForSequenceClassification(run.model_config(
+            cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
+            **labels))
+    embeddings = model.config.vocab_size
+    if tokenizer.get_vocab_size() != embeddings:
+        raise CheckpointError(
+            f"tokenizer ({data_tokenizer(cfg)}) has {tokenizer.get_vocab_size()} tokens but the model's "
+            f"embeddings have {embeddings} rows; use the checkpoint's own tokenizer (data.tokenizer)")
+    return model
+
+
+def data_tokenizer(cfg: DictConfig) -> str:
+    return str(cfg.data.get("tokenizer"))
+
+
+def check_init_from(cfg: DictConfig) -> None:
+    init_from = cfg.model.init_from
+    if init_from and not Path(init_from).is_dir():
+        hint = ""
+        if "mlm_tiny" in str(init_from):
+            hint = "; make one first with: python -m bertlab train +recipe=mlm_tiny"
+        raise CheckpointError(f"model.init_from={init_from}: no such checkpoint folder{hint}")
+    if not cfg.data.get("tokenizer"):
+        raise ConfigError("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a "
+                          "checkpoint folder), or start from a checkpoint with model.init_from=…")
+
+
+def fine_tune(cfg: DictConfig) -> None:
+    started = time.perf_counter()
+    check_init_from(cfg)
+    run_dir = run.prepare_run_dir(cfg)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+
+    datamodule = instantiate(cfg.data)
+    datamodule.setup("fit")
+    model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names)
+    module = instantiate(cfg.task, _partial_=True)(
+        model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
+    export = ExportPretrained(str(run_dir / "checkpoint"), weights="best", tokenizer=datamodule.tokenizer)
+    trainer = run.build_trainer(cfg, [export])
+    trainer.fit(module, datamodule=datamodule, ckpt_path=run.resume_path(cfg.resume, run_dir))
+
+    if trainer.is_global_zero:
+        if HydraConfig.get().mode == RunMode.RUN:
+            run.point_latest(run_dir)
+        print(run.summary(run_dir, (time.perf_counter() - started) / 60))
+
+
+def main(argv: list[str], prog: str) -> None:
+    hydra_app.run("fine_tune", fine_tune, argv, prog)

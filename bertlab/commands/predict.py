@@ -1,0 +1,100 @@
+"""`python -m bertlab predict CHECKPOINT [TEXT …] [--file F [--column C]] [--output F]`:
+label and probabilities per input, in input order, as JSON lines (stdout) or a .jsonl/.csv file."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bertlab.data.classification import collate, encode_texts
+from bertlab.data.sampling import length_sorted_order
+from bertlab.data.sources import load_dataset_source, require_columns
+from bertlab.errors import DataError
+from bertlab.model import BertForSequenceClassification
+from bertlab.tokenizer import load_tokenizer, special_token_ids
+
+
+def read_inputs(texts: list[str], file: str | None, column: str) -> list[str]:
+    if file is None:
+        return texts
+    path = Path(file)
+    if path.suffix == ".txt":
+        if not path.is_file():
+            raise DataError(f"--file {path}: no such file")
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return [line for line in lines if line.strip()]
+    dataset = load_dataset_source(str(path), what="prediction inputs")["train"]
+    require_columns(dataset, [column], str(path))
+    return [str(text) for text in dataset[column]]
+
+
+@torch.inference_mode()
+def predict(model: BertForSequenceClassification, tokenizer, texts: list[str], *, batch_size: int = 256,
+            max_seq_length: int = 128) -> np.ndarray:
+    """Class probabilities [N, num_labels] (or regression values [N, 1]) in input order. Inputs are
+    batched by length so that little compute goes to padding."""
+    model.eval()
+    encoded = encode_texts(tokenizer, texts, max_seq_length=max_seq_length)
+    rows = [{"input_ids": ids, "token_type_ids": types, "index": index}
+            for index, (ids, types) in enumerate(zip(encoded["input_ids"], encoded["token_type_ids"]))]
+    order = length_sorted_order(encoded["length"])
+    pad = special_token_ids(tokenizer)["pad"]
+    outputs = np.zeros((len(texts), model.config.num_labels), dtype=np.float32)
+    for start in range(0, len(order), batch_size):
+        batch = collate([rows[i] for i in order[start:start + batch_size]], pad_token_id=pad)
+        logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).logits.float()
+        scores = logits if model.config.num_labels == 1 else logits.softmax(-1)
+        outputs[batch["index"].numpy()] = scores.numpy()
+    return outputs
+
+
+def records(texts: list[str], scores: np.ndarray, id2label: dict[int, str]) -> list[dict]:
+    if scores.shape[1] == 1:
+        return [{"text": text, "value": float(score[0])} for text, score in zip(texts, scores)]
+    return [{"text": text, "label": id2label[int(score.argmax())], "score": round(float(score.max()), 6),
+             "probabilities": {id2label[i]: round(float(p), 6) for i, p in enumerate(score)}}
+            for text, score in zip(texts, scores)]
+
+
+def write(rows: list[dict], output: str | None) -> None:
+    if output is None:
+        for row in rows:
+            print(json.dumps(row))
+        return
+    path = Path(output)
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    elif path.suffix == ".csv":
+        flat = [{k: v for k, v in row.items() if k != "probabilities"}
+                | {f"p_{k}": v for k, v in row.get("probabilities", {}).items()} for row in rows]
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(flat[0]))
+            writer.writeheader()
+            writer.writerows(flat)
+    else:
+        raise DataError(f"--output {output}: expected a .jsonl or .csv file name")
+
+
+def main(argv: list[str], prog: str) -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("checkpoint", help="a fine-tuned checkpoint folder (config.json, model.safetensors, tokenizer)")
+    parser.add_argument("texts", nargs="*", help="sentences to classify")
+    parser.add_argument("--file", help="a .txt file (one input per line) or a .csv/.jsonl/.json/.parquet file")
+    parser.add_argument("--column", default="sentence", help="the text column of --file (default: sentence)")
+    parser.add_argument("--output", help="write .jsonl or .csv here instead of JSON lines on stdout")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    args = parser.parse_args(argv)
+    texts = read_inputs(args.texts, args.file, args.column)
+    if not texts:
+        parser.error("nothing to classify: give sentences as arguments or --file")
+    model = BertForSequenceClassification.from_pretrained(args.checkpoint)
+    tokenizer = load_tokenizer(args.checkpoint)
+    scores = predict(model, tokenizer, texts, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
+    write(records(texts, scores, model.config.id2label), args.output)

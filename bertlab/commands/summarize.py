@@ -1,0 +1,67 @@
+"""`python -m bertlab summarize SWEEP_FOLDER`: the final validation metrics of every run of a sweep
+(`-m seed=1,2,3`), per run and as mean ± std, written as summary.csv and summary.md in the folder."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from pathlib import Path
+
+import yaml
+
+from bertlab.errors import DataError
+from bertlab.run import read_metrics
+
+
+def run_overrides(run_dir: Path) -> str:
+    overrides = run_dir / ".hydra" / "overrides.yaml"
+    if not overrides.is_file():
+        return run_dir.name
+    return " ".join(yaml.safe_load(overrides.read_text()) or []) or run_dir.name
+
+
+def final_metrics(run_dir: Path) -> dict[str, float]:
+    return {key: values[-1][1] for key, values in read_metrics(run_dir).items() if key.startswith("val/")}
+
+
+def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
+    runs = sorted((path.parent for path in sweep_dir.glob("*/metrics.csv")), key=lambda p: p.name)
+    if not runs:
+        raise DataError(f"{sweep_dir}: no runs with a metrics.csv below it; expected a sweep folder "
+                        f"such as outputs/<recipe>/multirun/<time>")
+    rows = [{"run": run.name, "overrides": run_overrides(run), **final_metrics(run)} for run in runs]
+    metrics = sorted({key for row in rows for key in row if key.startswith("val/")})
+    return rows, metrics
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def write_tables(sweep_dir: Path, rows: list[dict], metrics: list[str]) -> str:
+    columns = ["run", "overrides", *metrics]
+    aggregate = {key: mean_std([row[key] for row in rows if key in row]) for key in metrics}
+    with (sweep_dir / "summary.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        writer.writerow({"run": "mean", **{k: m for k, (m, _) in aggregate.items()}})
+        writer.writerow({"run": "std", **{k: s for k, (_, s) in aggregate.items()}})
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join([row["run"], row["overrides"]] +
+                                       [f"{row[k]:.4f}" if k in row else "" for k in metrics]) + " |")
+    lines.append("| mean ± std | | " + " | ".join(f"{m:.4f} ± {s:.4f}" for m, s in aggregate.values()) + " |")
+    markdown = "\n".join(lines) + "\n"
+    (sweep_dir / "summary.md").write_text(markdown)
+    return markdown
+
+
+def main(argv: list[str], prog: str) -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("sweep_dir", type=Path)
+    args = parser.parse_args(argv)
+    rows, metrics = summarize(args.sweep_dir)
+    print(write_tables(args.sweep_dir, rows, metrics), end="")
+    print(f"Written: {args.sweep_dir / 'summary.csv'}, {args.sweep_dir / 'summary.md'}")

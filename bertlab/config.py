@@ -1,0 +1,155 @@
+"""`BertConfig`: Hugging Face's BertConfig fields and defaults, plus bertlab's own switches."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bertlab.errors import CheckpointError, ConfigError
+
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
+POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query")
+ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
+PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+CONFIG_NAME = "config.json"
+RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv")
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    position_embedding_type: str = "absolute"
+    classifier_dropout: float | None = None
+    num_labels: int = 2
+    id2label: dict[int, str] | None = None
+    label2id: dict[str, int] | None = None
+    problem_type: str | None = None
+    # bertlab's own switches
+    gradient_checkpointing: bool = False
+    attn_implementation: str = "sdpa"
+    fused_qkv: bool = True
+    architectures: list[str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            if self.id2label is not None:
+                self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
+                self.num_labels = len(self.id2label)
+            if self.label2id is not None:
+                self.label2id = {str(k): int(v) for k, v in self.label2id.items()}
+        except (AttributeError, TypeError, ValueError):
+            raise ConfigError(f"model config: id2label must map integer ids to names and label2id names "
+                              f"to integer ids, got {self.id2label!r} and {self.label2id!r}") from None
+        self.validate()
+
+    def validate(self) -> None:
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_labels"):
+            value = getattr(self, name)
+            if not (_is_integer(value) and value > 0):
+                raise ConfigError(f"model config: {name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(
+                f"model config: hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_attention_heads ({self.num_attention_heads})")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ConfigError(f"model config: unknown hidden_act {self.hidden_act!r}; "
+                              f"expected one of {', '.join(ACTIVATIONS)}")
+        if self.position_embedding_type not in POSITION_EMBEDDING_TYPES:
+            raise ConfigError(f"model config: unknown position_embedding_type "
+                              f"{self.position_embedding_type!r}; expected one of "
+                              f"{', '.join(POSITION_EMBEDDING_TYPES)}")
+        if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
+            raise ConfigError(f"model config: unknown attn_implementation {self.attn_implementation!r}; "
+                              f"expected one of {', '.join(ATTENTION_IMPLEMENTATIONS)}")
+        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
+            raise ConfigError(f"model config: unknown problem_type {self.problem_type!r}; "
+                              f"expected one of {', '.join(PROBLEM_TYPES)} (or null to infer it)")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and 0.0 <= value < 1.0):
+                raise ConfigError(f"model config: {name} must be in [0, 1), got {value!r}")
+        for name in ("initializer_range", "layer_norm_eps"):
+            value = getattr(self, name)
+            if not (_is_number(value) and value > 0):
+                raise ConfigError(f"model config: {name} must be positive, got {value!r}")
+        if not (_is_integer(self.pad_token_id) and 0 <= self.pad_token_id < self.vocab_size):
+            raise ConfigError(f"model config: pad_token_id ({self.pad_token_id}) must be in "
+                              f"[0, vocab_size={self.vocab_size})")
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> BertConfig:
+        """Builds a config from a Hugging Face or bertlab dict; keys this model has no use for are
+        ignored (transformers writes many generation and export keys into config.json)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in values.items() if k in known}
+        if values.get("position_embedding_type") is None:
+            kwargs.pop("position_embedding_type", None)
+        try:
+            return cls(**kwargs)
+        except TypeError as error:
+            raise ConfigError(f"model config: {error}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dataclasses.asdict(self)
+        values["model_type"] = "bert"
+        if values["id2label"] is None:
+            values["id2label"] = {i: f"LABEL_{i}" for i in range(self.num_labels)}
+            values["label2id"] = {f"LABEL_{i}": i for i in range(self.num_labels)}
+        values["id2label"] = {str(k): v for k, v in values["id2label"].items()}
+        return values
+
+    @classmethod
+    def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
+        path = Path(path)
+        if path.is_dir():
+            path = path / CONFIG_NAME
+        if not path.is_file():
+            raise CheckpointError(f"{path}: no such file; a checkpoint directory needs a {CONFIG_NAME}")
+        try:
+            values = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise CheckpointError(f"{path}: malformed JSON ({error})") from None
+        if not isinstance(values, dict):
+            raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
+        if values.get("model_type", "bert") != "bert":
+            raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert'")
+        try:
+            return cls.from_dict(values)
+        except ConfigError as error:
+            raise CheckpointError(f"{path}: {error}") from None
+
+    def to_json_string(self, architecture: str | None = None) -> str:
+        """config.json text. Runtime switches are choices of a run, not properties of the weights."""
+        values = {k: v for k, v in self.to_dict().items() if k not in RUNTIME_SWITCHES}
+        if architecture is not None:
+            values["architectures"] = [architecture]
+        return json.dumps(values, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,1 @@
+"""Data: where datasets come from, how text becomes batches, and how batches are masked."""

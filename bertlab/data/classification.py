@@ -1,0 +1,403 @@
+"""Sequence classification data: single sentences or sentence pairs with class or regression labels.
+
+Texts are tokenized once with the checkpoint's own tokenizer (truncated to `max_seq_length`,
+longest-first for pairs, as Hugging Face does), stored as token ids, and padded per batch.
+Training batches group rows of similar length; evaluation batches are sorted by length, and each
+batch carries `index` (the row in its split) so predictions can be put back in the original order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import datasets
+import lightning as L
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader
+
+from bertlab.data.sampling import LengthGroupedSampler, length_sorted_order
+from bertlab.data.sources import load_dataset_source, require_columns
+from bertlab.errors import ConfigError, DataError
+from bertlab.tokenizer import load_tokenizer, special_token_ids
+
+UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits
+
+_TOKEN_FEATURES = {
+    "input_ids": datasets.List(datasets.Value("int32")),
+    "token_type_ids": datasets.List(datasets.Value("int8")),
+    "length": datasets.Value("int32"),
+    "index": datasets.Value("int64"),
+}
+
+
+def encode_texts(
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    text_pairs: Sequence[str] | None = None,
+    *,
+    max_seq_length: int = 128,
+) -> dict[str, list]:
+    """Token ids, token type ids and lengths of texts (or text pairs), with BERT's special tokens.
+
+    Switches the tokenizer's truncation to `max_seq_length` (longest first) and its padding off:
+    `collate` pads per batch.
+    """
+    _truncate_without_padding(tokenizer, max_seq_length, paired=text_pairs is not None)
+    inputs = list(texts) if text_pairs is None else list(zip(texts, text_pairs))
+    encodings = tokenizer.encode_batch(inputs)
+    return {
+        "input_ids": [encoding.ids for encoding in encodings],
+        "token_type_ids": [encoding.type_ids for encoding in encodings],
+        "length": [len(encoding.ids) for encoding in encodings],
+    }
+
+
+def _truncate_without_padding(tokenizer: Tokenizer, max_seq_length: int, *, paired: bool) -> None:
+    if max_seq_length <= tokenizer.num_special_tokens_to_add(paired):
+        raise ConfigError(f"max_seq_length must leave room for text beside the special tokens, got {max_seq_length}")
+    truncation = {"max_length": max_seq_length, "stride": 0, "strategy": "longest_first", "direction": "right"}
+    if tokenizer.truncation != truncation:
+        tokenizer.enable_truncation(**truncation)
+    if tokenizer.padding is not None:
+        tokenizer.no_padding()
+
+
+def tokenize_dataset(
+    dataset: datasets.Dataset,
+    tokenizer: Tokenizer,
+    *,
+    text_column: str,
+    text_pair_column: str | None = None,
+    max_seq_length: int = 128,
+    labels: np.ndarray | None = None,
+    name: str = "dataset",
+) -> datasets.Dataset:
+    """Columns input_ids, token_type_ids, length, index (+ labels, one per row, if given), numpy-formatted.
+
+    `name` says which data this is in error messages (e.g. "split 'train'").
+    """
+    require_columns(dataset, [text_column] + ([text_pair_column] if text_pair_column else []), name)
+    # Configured before `map` hashes the function, so the cache fingerprint sees the final tokenizer.
+    _truncate_without_padding(tokenizer, max_seq_length, paired=text_pair_column is not None)
+    features = dict(_TOKEN_FEATURES)
+    if labels is not None:
+        features["labels"] = datasets.Value("float32" if labels.dtype.kind == "f" else "int64")
+
+    def encode(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        columns = [text_column] + ([text_pair_column] if text_pair_column else [])
+        for column in columns:
+            _require_strings(batch[column], indices, column, name)
+        encoded = encode_texts(
+            tokenizer,
+            batch[text_column],
+            batch[text_pair_column] if text_pair_column else None,
+            max_seq_length=max_seq_length,
+        )
+        encoded["index"] = indices
+        if labels is not None:
+            encoded["labels"] = labels[indices]
+        return encoded
+
+    tokenized = dataset.map(
+        encode,
+        batched=True,
+        with_indices=True,
+        remove_columns=dataset.column_names,
+        features=datasets.Features(features),
+        desc=f"Tokenizing {name}",
+    )
+    return tokenized.with_format("numpy")
+
+
+def collate(rows: Sequence[Mapping[str, Any]], *, pad_token_id: int = 0) -> dict[str, torch.Tensor]:
+    """Pad rows of `tokenize_dataset` to the batch's longest: input_ids, attention_mask,
+    token_type_ids (long [B, L]), index (long [B]) and labels (long or float [B]) when present."""
+    lengths = np.fromiter((len(row["input_ids"]) for row in rows), dtype=np.int64, count=len(rows))
+    attention_mask = np.arange(lengths.max(initial=0)) < lengths[:, None]
+    input_ids = np.full(attention_mask.shape, pad_token_id, dtype=np.int64)
+    token_type_ids = np.zeros(attention_mask.shape, dtype=np.int64)
+    # Boolean-mask assignment fills row-major, the order of the concatenated rows.
+    input_ids[attention_mask] = np.concatenate([row["input_ids"] for row in rows])
+    token_type_ids[attention_mask] = np.concatenate([row["token_type_ids"] for row in rows])
+    batch = {
+        "input_ids": torch.from_numpy(input_ids),
+        "attention_mask": torch.from_numpy(attention_mask.astype(np.int64)),
+        "token_type_ids": torch.from_numpy(token_type_ids),
+        "index": torch.tensor([int(row["index"]) for row in rows], dtype=torch.long),
+    }
+    if "labels" in rows[0]:
+        labels = np.asarray([row["labels"] for row in rows])
+        batch["labels"] = torch.from_numpy(labels.astype(np.float32 if labels.dtype.kind == "f" else np.int64))
+    return batch
+
+
+def column_values(dataset: datasets.Dataset, column: str) -> np.ndarray:
+    """A whole column as one numpy array (fast: no per-row Python objects)."""
+    return np.asarray(dataset.with_format("numpy")[column][:])
+
+
+def length_sorted_dataloader(
+    dataset: datasets.Dataset, batch_size: int, *, pad_token_id: int, num_workers: int = 0
+) -> DataLoader:
+    """Batches of a `tokenize_dataset` result in length-sorted order (longest first)."""
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=length_sorted_order(column_values(dataset, "length")).tolist(),
+        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
+        num_workers=num_workers,
+    )
+
+
+class ClassificationDataModule(L.LightningDataModule):
+    """Train/validation/test splits of a sequence classification dataset, tokenized for BERT.
+
+    `source` is a hub id (e.g. "stanfordnlp/sst2"), a local folder of split files or a file (see
+    `load_dataset_source`). `tokenizer` is a checkpoint directory or tokenizer file, or a loaded
+    `tokenizers.Tokenizer`. `num_labels == 1` means regression (float labels). `label_names`
+    default to the names of a ClassLabel label column, else LABEL_0, LABEL_1, ...; string labels
+    are mapped to ids through `label_names`. The test split (for `test` and `predict`) may be
+    unlabelled: no label column, or every label -1 as in GLUE; its batches then carry no labels.
+
+    In distributed training each rank takes every world_size-th batch of the same order. The
+    training position is part of `state_dict()` (saved in Lightning checkpoints), so a run resumed
+    mid-epoch continues with the batches it had not trained on yet.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        tokenizer: str | Tokenizer,
+        *,
+        text_column: str = "sentence",
+        text_pair_column: str | None = None,
+        label_column: str = "label",
+        num_labels: int = 2,
+        label_names: list[str] | None = None,
+        train_split: str = "train",
+        validation_split: str = "validation",
+        test_split: str | None = None,
+        max_seq_length: int = 128,
+        batch_size: int = 32,
+        eval_batch_size: int = 128,
+        num_workers: int = 0,
+        seed: int = 0,
+        limit_train_samples: int | None = None,
+        limit_eval_samples: int | None = None,
+    ) -> None:
+        super().__init__()
+        if num_labels < 1:
+            raise ConfigError(f"num_labels must be >= 1 (1 = regression), got {num_labels}")
+        if label_names is not None and len(label_names) != num_labels:
+            raise ConfigError(f"label_names has {len(label_names)} names but num_labels is {num_labels}")
+        for key, value in (("batch_size", batch_size), ("eval_batch_size", eval_batch_size)):
+            if value < 1:
+                raise ConfigError(f"{key} must be >= 1, got {value}")
+        for key, value in (("limit_train_samples", limit_train_samples), ("limit_eval_samples", limit_eval_samples)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{key} must be >= 1 or null, got {value}")
+        self.source = source
+        self._tokenizer_source = tokenizer
+        self._tokenizer: Tokenizer | None = tokenizer if isinstance(tokenizer, Tokenizer) else None
+        self.text_column = text_column
+        self.text_pair_column = text_pair_column
+        self.label_column = label_column
+        self.num_labels = num_labels
+        self._label_names = list(label_names) if label_names is not None else None  # Hydra passes a ListConfig
+        self.train_split = train_split
+        self.validation_split = validation_split
+        self.test_split = test_split
+        self.max_seq_length = max_seq_length
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size
+        self.num_workers = num_workers
+        self.seed = seed
+        self.limit_train_samples = limit_train_samples
+        self.limit_eval_samples = limit_eval_samples
+        self._raw: datasets.DatasetDict | None = None
+        self.datasets: dict[str, datasets.Dataset] = {}  # tokenized splits by name
+        self._train_sampler: LengthGroupedSampler | None = None
+        self._sampler_state_to_load: dict[str, Any] | None = None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self._tokenizer_source)
+        return self._tokenizer
+
+    @property
+    def label_names(self) -> list[str]:
+        """Class names by id (after `setup`, names from a ClassLabel column are known)."""
+        if self._label_names is not None:
+            return list(self._label_names)
+        return [f"LABEL_{i}" for i in range(self.num_labels)]
+
+    def setup(self, stage: str | None = None) -> None:
+        wanted = {
+            "fit": [self.train_split, self.validation_split],
+            "validate": [self.validation_split],
+            "test": [self.test_split],
+            "predict": [self.test_split],
+        }.get(stage or "fit", [])
+        if stage in ("test", "predict") and self.test_split is None:
+            raise ConfigError(f"stage {stage!r} needs data.test_split: set it to the split to evaluate")
+        for split in wanted:
+            if split not in self.datasets:
+                self.datasets[split] = self._prepare_split(split)
+
+    def train_dataloader(self) -> DataLoader:
+        dataset = self.datasets[self.train_split]
+        trainer = self.trainer
+        self._train_sampler = LengthGroupedSampler(
+            column_values(dataset, "length"),
+            self.batch_size,
+            seed=self.seed,
+            epoch=trainer.current_epoch if trainer is not None else 0,
+            num_replicas=trainer.world_size if trainer is not None else 1,
+            rank=trainer.global_rank if trainer is not None else 0,
+        )
+        if self._sampler_state_to_load is not None:
+            self._train_sampler.load_state_dict(self._sampler_state_to_load)
+            self._sampler_state_to_load = None
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            sampler=self._train_sampler,
+            collate_fn=functools.partial(collate, pad_token_id=special_token_ids(self.tokenizer)["pad"]),
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_dataloader(self.validation_split)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_dataloader(self.test_split)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._eval_dataloader(self.test_split)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The training order's position: epoch and batches this rank already trained on."""
+        if self._train_sampler is None:
+            return {}
+        state = self._train_sampler.state_dict()
+        trainer = self.trainer
+        if trainer is not None and trainer.state.fn == "fit":
+            # The loader runs ahead of training (worker and Lightning prefetching): count finished batches.
+            done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+            if done >= trainer.num_training_batches:
+                state.update(epoch=trainer.current_epoch + 1, batches_yielded=0)
+            else:
+                state.update(epoch=trainer.current_epoch, batches_yielded=done)
+        return {"train_sampler": state}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = state_dict.get("train_sampler")
+        if state is None:
+            return
+        if self._train_sampler is not None:
+            self._train_sampler.load_state_dict(state)
+        else:
+            self._sampler_state_to_load = state
+
+    def _eval_dataloader(self, split: str | None) -> DataLoader:
+        if split is None or split not in self.datasets:
+            raise ConfigError(f"split {split!r} is not set up: call setup() with the stage that uses it")
+        return length_sorted_dataloader(
+            self.datasets[split],
+            self.eval_batch_size,
+            pad_token_id=special_token_ids(self.tokenizer)["pad"],
+            num_workers=self.num_workers,
+        )
+
+    def _prepare_split(self, split: str) -> datasets.Dataset:
+        if self._raw is None:
+            self._raw = load_dataset_source(self.source, what="classification dataset")
+        if split not in self._raw:
+            raise DataError(
+                f"classification dataset {self.source!r} has no split {split!r}; "
+                f"available splits: {sorted(self._raw)}"
+            )
+        dataset = self._raw[split]
+        limit = self.limit_train_samples if split == self.train_split else self.limit_eval_samples
+        if limit is not None:
+            dataset = dataset.select(range(min(limit, len(dataset))))
+        name = f"split {split!r} of {self.source}"
+        labels = self._labels(dataset, split, name)
+        return tokenize_dataset(
+            dataset,
+            self.tokenizer,
+            text_column=self.text_column,
+            text_pair_column=self.text_pair_column,
+            max_seq_length=self.max_seq_length,
+            labels=labels,
+            name=name,
+        )
+
+    def _labels(self, dataset: datasets.Dataset, split: str, name: str) -> np.ndarray | None:
+        """Validated label ids (or floats for regression); None for an unlabelled test split."""
+        predict_only = split == self.test_split and split not in (self.train_split, self.validation_split)
+        if predict_only and self.label_column not in dataset.column_names:
+            return None
+        require_columns(dataset, [self.label_column], name)
+        feature = dataset.features[self.label_column]
+        if isinstance(feature, datasets.ClassLabel) and self._label_names is None:
+            if feature.num_classes != self.num_labels:
+                raise DataError(
+                    f"column {self.label_column!r} of {name} has {feature.num_classes} classes "
+                    f"{feature.names} but num_labels is {self.num_labels}"
+                )
+            self._label_names = list(feature.names)
+        values = column_values(dataset, self.label_column)
+        if predict_only and values.dtype.kind in "iuf" and np.all(values == UNLABELLED):
+            return None
+        return _encode_labels(values, self.num_labels, self._label_names, name, self.label_column)
+
+
+def _encode_labels(
+    values: np.ndarray, num_labels: int, label_names: list[str] | None, name: str, column: str
+) -> np.ndarray:
+    where = f"column {column!r} of {name}"
+    if num_labels == 1:
+        if values.dtype.kind not in "iufb":
+            raise DataError(f"{where} must hold numbers for regression (num_labels=1), got {_at(values, 0)!r}")
+        values = values.astype(np.float32)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{where} holds {_at(values, row)} at row {row}; expected finite numbers")
+        return values
+    if values.dtype.kind in "OUS":
+        if label_names is None:
+            raise DataError(f"{where} holds strings such as {_at(values, 0)!r}: set data.label_names to map them to ids")
+        ids = {label: index for index, label in enumerate(label_names)}
+        unknown = [value for value in values.tolist() if value not in ids]
+        if unknown:
+            raise DataError(f"{where} holds {unknown[0]!r}, which is not one of label_names {label_names}")
+        return np.asarray([ids[value] for value in values.tolist()], dtype=np.int64)
+    if values.dtype.kind not in "iufb":
+        raise DataError(f"{where} must hold class ids, got {_at(values, 0)!r}")
+    outside = (values < 0) | (values >= num_labels) | (values != np.round(values))
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise DataError(
+            f"{where} holds label {_at(values, row)!r} at row {row}; expected integers in [0, {num_labels}) "
+            f"for num_labels={num_labels}"
+        )
+    return values.astype(np.int64)
+
+
+def _at(values: np.ndarray, row: int) -> Any:
+    """The value at `row` as a plain Python object, for messages."""
+    return values[row : row + 1].tolist()[0]
+
+
+def _require_strings(values: list, indices: list[int], column: str, name: str) -> None:
+    for value, index in zip(values, indices):
+        if not isinstance(value, str):
+            raise DataError(f"column {column!r} of {name} holds {value!r} at row {index}; expected text")

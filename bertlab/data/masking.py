@@ -1,0 +1,80 @@
+"""BERT's masked-language-model corruption, as a pure function of the batch and a random generator.
+
+It runs inside the training step, so a (seed, step)-seeded generator makes masking reproducible and
+resumable without any state in the data pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from bertlab.errors import ConfigError
+
+IGNORE_INDEX = -100
+
+
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special_tokens_mask: torch.Tensor,
+    *,
+    vocab_size: int,
+    mask_token_id: int,
+    generator: torch.Generator,
+    mlm_probability: float = 0.15,
+    mask_replace_prob: float = 0.8,
+    random_replace_prob: float = 0.1,
+    word_ids: torch.Tensor | None = None,
+    special_token_ids: Sequence[int] = (),
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Choose tokens to predict and corrupt them; returns (masked_input_ids, labels).
+
+    Each non-special token (or, with `word_ids`, each whole word) is chosen with `mlm_probability`.
+    A chosen token becomes [MASK] with `mask_replace_prob`, a random token with
+    `random_replace_prob`, and stays as it is otherwise. Random tokens are never `mask_token_id` nor
+    one of `special_token_ids`. `labels` holds the original id at chosen positions and -100 elsewhere.
+    `word_ids` gives each token's word (-1 for specials); a word's tokens must be adjacent, as the
+    pretraining collator makes them.
+    """
+    if not 0.0 <= mask_replace_prob + random_replace_prob <= 1.0:
+        raise ConfigError(
+            f"mask_replace_prob + random_replace_prob must lie in [0, 1], got {mask_replace_prob} + {random_replace_prob}"
+        )
+    device = input_ids.device
+    maskable = ~special_tokens_mask.bool()
+    draws = torch.rand(input_ids.shape, generator=generator, device=device)
+    if word_ids is not None:
+        maskable &= word_ids >= 0
+        draws = draws.gather(1, _word_start_positions(word_ids))
+    chosen = maskable & (draws < mlm_probability)
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+
+    replacement_draws = torch.rand(input_ids.shape, generator=generator, device=device)
+    to_mask = chosen & (replacement_draws < mask_replace_prob)
+    to_randomise = chosen & ~to_mask & (replacement_draws < mask_replace_prob + random_replace_prob)
+    random_tokens = _random_tokens_except(
+        input_ids.shape, vocab_size, (mask_token_id, *special_token_ids), generator, device
+    )
+    masked_input_ids = torch.where(to_mask, torch.full_like(input_ids, mask_token_id), input_ids)
+    masked_input_ids = torch.where(to_randomise, random_tokens.to(input_ids.dtype), masked_input_ids)
+    return masked_input_ids, labels
+
+
+def _word_start_positions(word_ids: torch.Tensor) -> torch.Tensor:
+    """For every position, the position of the first token of its word (adjacent equal ids = one word)."""
+    positions = torch.arange(word_ids.shape[1], device=word_ids.device).expand_as(word_ids)
+    starts = torch.ones_like(word_ids, dtype=torch.bool)
+    starts[:, 1:] = word_ids[:, 1:] != word_ids[:, :-1]
+    return torch.where(starts, positions, torch.zeros_like(positions)).cummax(dim=1).values
+
+
+def _random_tokens_except(
+    shape: torch.Size, vocab_size: int, excluded: Sequence[int], generator: torch.Generator, device: torch.device
+) -> torch.Tensor:
+    """Uniform ids from [0, vocab_size) minus `excluded`: draw from a shorter range, then step over each excluded id."""
+    excluded_sorted = sorted({token for token in excluded if 0 <= token < vocab_size})
+    tokens = torch.randint(vocab_size - len(excluded_sorted), shape, generator=generator, device=device)
+    for token in excluded_sorted:
+        tokens += tokens >= token
+    return tokens

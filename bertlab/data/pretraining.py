@@ -1,0 +1,440 @@
+"""Pretraining data: text lines -> documents -> token ids -> `[CLS] A [SEP] B [SEP]` sequences -> batches.
+
+Every step is a `datasets.map` cached under `cache_dir` with a fingerprint made of the input's
+fingerprint, the step's settings and this file's source, so a second run with the same corpus and
+settings reuses the arrow files, and an edit of this file rebuilds them.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import lightning as L
+import numpy as np
+import pyarrow.compute as pc
+import torch
+from datasets.fingerprint import Hasher
+from tokenizers import Tokenizer
+from torch.utils.data import DataLoader
+
+from bertlab.data.sources import load_dataset_source, require_columns
+from bertlab.errors import ConfigError, DataError
+from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
+
+logger = logging.getLogger(__name__)
+
+# A document closes at the first paragraph boundary after this many characters: about the size of
+# an average WikiText article (~3.5k words), so long books become chapter-sized documents.
+MAX_DOCUMENT_CHARS = 32_000
+# Share of the training documents held out for validation when the source has no validation split.
+VALIDATION_FRACTION = 0.05
+# Documents per `map` batch when packing; the random generator is re-seeded for each batch.
+PACKING_BATCH_SIZE = 256
+
+_HEADING = re.compile(r"^(?P<marks>(?:= )+)(?P<title>.*?)(?: =)+$")
+# Split after ., ! or ?, also when a closing quote or bracket follows them.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)])\s+")
+_PIPELINE_SOURCE_HASH = Hasher.hash(Path(__file__).read_bytes())
+
+
+def group_documents(lines: list[str | None]) -> list[list[str]]:
+    """Group a stream of lines into documents, each a list of sentences.
+
+    - Blank lines end paragraphs; consecutive non-blank lines form one paragraph, joined with a
+      space (Project Gutenberg hard-wraps its paragraphs; WikiText writes one paragraph per line).
+    - A WikiText level-1 heading (" = Title = ") starts a new document; headings ("= = Sub = =" too)
+      lose their "=" marks and become a sentence of their own.
+    - Text without such headings (books) is cut at the first paragraph boundary after
+      MAX_DOCUMENT_CHARS characters, so documents stay article-sized for NSP and packing.
+    - Paragraphs are split into sentences after ".", "!" or "?" followed by white space: the units
+      from which segments A and B are built.
+    """
+    documents: list[list[str]] = []
+    document: list[str] = []
+    document_chars = 0
+    paragraph: list[str] = []
+
+    def end_paragraph() -> None:
+        nonlocal document_chars
+        if paragraph:
+            text = " ".join(paragraph)
+            document.extend(sentence for sentence in _SENTENCE_END.split(text) if sentence)
+            document_chars += len(text)
+            paragraph.clear()
+        if document_chars >= MAX_DOCUMENT_CHARS:
+            end_document()
+
+    def end_document() -> None:
+        nonlocal document, document_chars
+        if document:
+            documents.append(document)
+        document, document_chars = [], 0
+
+    for line in (part for row in lines for part in (row or "").split("\n")):
+        text = line.strip()
+        heading = _HEADING.match(text)
+        if not text:
+            end_paragraph()
+        elif heading:
+            end_paragraph()
+            if heading["marks"].count("=") == 1:
+                end_document()
+            paragraph.append(heading["title"])
+            end_paragraph()
+        else:
+            paragraph.append(text)
+    end_paragraph()
+    end_document()
+    return documents
+
+
+def _documents_batch(batch: dict[str, list], text_column: str) -> dict[str, list]:
+    return {"sentences": group_documents(batch[text_column])}
+
+
+def _tokenize_batch(batch: dict[str, list], tokenizer: Tokenizer) -> dict[str, list]:
+    """Token ids per sentence, without special tokens; empty sentences and documents are dropped."""
+    sentences = [sentence for document in batch["sentences"] for sentence in document]
+    encodings = iter(tokenizer.encode_batch(sentences, add_special_tokens=False))
+    documents = []
+    for document in batch["sentences"]:
+        ids = [encoding.ids for encoding in (next(encodings) for _ in document)]
+        ids = [sentence_ids for sentence_ids in ids if sentence_ids]
+        if ids:
+            documents.append(ids)
+    return {"input_ids": documents}
+
+
+class SequencePacker:
+    """Builds `[CLS] A [SEP] B [SEP]` sequences inside documents, like Google's create_pretraining_data.py.
+
+    Sentences of a document are gathered until they reach a target length (max_seq_length - 3, or
+    with probability `short_seq_prob` a random shorter one, drawn per sequence); A is the first
+    1..n-1 of them, B the rest. With `nsp`, B is instead, with probability 1/2, text from a random
+    other document starting at a random sentence (label 1; the unused sentences go back to the
+    document), else the true continuation (label 0; a one-sentence chunk takes the next sentence
+    as B). Sentences longer than half the token budget are cut into pieces first, so that
+    truncation to max_seq_length (from the front or back of the longer segment, at random) loses
+    little text. Sequences never mix documents, except for the random B.
+    """
+
+    def __init__(
+        self, documents: datasets.Dataset, *, max_seq_length: int, short_seq_prob: float, nsp: bool, seed: int,
+        cls_token_id: int, sep_token_id: int,
+    ) -> None:
+        self.documents = documents
+        self.max_num_tokens = max_seq_length - 3
+        self.short_seq_prob = short_seq_prob
+        self.nsp = nsp
+        self.seed = seed
+        self.cls_token_id = cls_token_id
+        self.sep_token_id = sep_token_id
+
+    def __call__(self, batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        rng = random.Random(self.seed * 1_000_003 + indices[0])
+        columns: dict[str, list] = {"input_ids": [], "token_type_ids": []}
+        if self.nsp:
+            columns["next_sentence_label"] = []
+        for document_index, sentences in zip(indices, batch["input_ids"]):
+            for tokens_a, tokens_b, is_random_next in self._pack_document(document_index, sentences, rng):
+                columns["input_ids"].append(
+                    [self.cls_token_id, *tokens_a, self.sep_token_id, *tokens_b] + [self.sep_token_id] * bool(tokens_b)
+                )
+                columns["token_type_ids"].append([0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + bool(tokens_b)))
+                if self.nsp:
+                    columns["next_sentence_label"].append(int(is_random_next))
+        return columns
+
+    def _pack_document(self, document_index: int, sentences: list[list[int]], rng: random.Random):
+        segments = self._pieces(sentences)
+        chunk: list[list[int]] = []
+        chunk_length = 0
+        target_length = self._target_length(rng)
+        i = 0
+        while i < len(segments):
+            chunk.append(segments[i])
+            chunk_length += len(segments[i])
+            if i == len(segments) - 1 or chunk_length >= target_length:
+                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+                tokens_a = [token for segment in chunk[:a_end] for token in segment]
+                tokens_b = [token for segment in chunk[a_end:] for token in segment]
+                is_random_next = False
+                if self.nsp:
+                    if not tokens_b and i + 1 < len(segments):
+                        i += 1
+                        tokens_b = list(segments[i])
+                    if not tokens_b or rng.random() < 0.5:
+                        is_random_next = True
+                        i -= len(chunk) - a_end
+                        tokens_b = self._random_segment(document_index, target_length - len(tokens_a), rng)
+                _truncate_pair(tokens_a, tokens_b, self.max_num_tokens, rng)
+                yield tokens_a, tokens_b, is_random_next
+                chunk, chunk_length = [], 0
+                target_length = self._target_length(rng)
+            i += 1
+
+    def _target_length(self, rng: random.Random) -> int:
+        if rng.random() < self.short_seq_prob:
+            return rng.randint(2, self.max_num_tokens)
+        return self.max_num_tokens
+
+    def _pieces(self, sentences: list[list[int]]) -> list[list[int]]:
+        size = max(1, self.max_num_tokens // 2)
+        return [sentence[start : start + size] for sentence in sentences for start in range(0, len(sentence), size)]
+
+    def _random_segment(self, document_index: int, length: int, rng: random.Random) -> list[int]:
+        other = rng.randrange(len(self.documents) - 1)
+        other += other >= document_index
+        segments = self._pieces(self.documents[other]["input_ids"])
+        tokens: list[int] = []
+        for segment in segments[rng.randrange(len(segments)) :]:
+            tokens.extend(segment)
+            if len(tokens) >= length:
+                break
+        return tokens
+
+
+def _truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
+    """Drop tokens from the longer segment, at its front or back at random, until both fit."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        del longer[0 if rng.random() < 0.5 else -1]
+
+
+@dataclass(frozen=True)
+class PretrainingCollator:
+    """Pads sequences to the longest in the batch and adds attention and special-token masks.
+
+    Specials are found by position (first token, last token, end of segment A) rather than by id,
+    so a literal "[SEP]" in the text stays maskable text. With `is_continuation` (a bool per
+    vocabulary id, true for "##" pieces) it adds `word_ids`: a word is a token plus the
+    continuation pieces after it; specials and padding get -1.
+    """
+
+    pad_token_id: int
+    is_continuation: np.ndarray | None = None
+
+    def __call__(self, rows: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+        lengths = np.array([len(row["input_ids"]) for row in rows])
+        positions = np.arange(lengths.max())[None, :]
+        filled = positions < lengths[:, None]
+        input_ids = np.full(filled.shape, self.pad_token_id, dtype=np.int64)
+        input_ids[filled] = np.concatenate([row["input_ids"] for row in rows])
+        token_type_ids = np.zeros(filled.shape, dtype=np.int64)
+        token_type_ids[filled] = np.concatenate([row["token_type_ids"] for row in rows])
+        first_sep = ((token_type_ids == 0) & filled).sum(axis=1, keepdims=True) - 1
+        special = (positions == 0) | (positions == first_sep) | (positions == lengths[:, None] - 1) | ~filled
+        batch = {
+            "input_ids": torch.from_numpy(input_ids),
+            "attention_mask": torch.from_numpy(filled.astype(np.int64)),
+            "token_type_ids": torch.from_numpy(token_type_ids),
+            "special_tokens_mask": torch.from_numpy(special),
+        }
+        if self.is_continuation is not None:
+            word_ids = np.cumsum(~self.is_continuation[input_ids] | special, axis=1) - 1
+            word_ids[special] = -1
+            batch["word_ids"] = torch.from_numpy(word_ids)
+        if "next_sentence_label" in rows[0]:
+            batch["next_sentence_label"] = torch.tensor([int(row["next_sentence_label"]) for row in rows])
+        return batch
+
+
+class PretrainingDataModule(L.LightningDataModule):
+    """Masked-language-model (and optionally next-sentence) pretraining batches from a text corpus.
+
+    `source` is anything `load_dataset_source` reads; its `text_column` is a stream of lines (see
+    `group_documents`). Without `tokenizer_path` a WordPiece vocabulary of `vocab_size` is trained
+    on the training split. Without a validation split, VALIDATION_FRACTION of the training
+    documents are held out. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
+    runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
+    cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
+    training step (`bertlab.data.masking.mask_tokens`).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        tokenizer_path: str | None = None,
+        vocab_size: int = 8192,
+        lowercase: bool = True,
+        max_seq_length: int = 128,
+        short_seq_prob: float = 0.1,
+        nsp: bool = False,
+        whole_word_masking: bool = False,
+        batch_size: int = 32,
+        eval_batch_size: int | None = None,
+        num_workers: int = 0,
+        seed: int = 0,
+        max_train_lines: int | None = None,
+        max_eval_lines: int | None = None,
+        cache_dir: str | None = None,
+        text_column: str = "text",
+    ) -> None:
+        super().__init__()
+        if max_seq_length < 8:
+            raise ConfigError(f"data.max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP]), got {max_seq_length}")
+        if not 0.0 <= short_seq_prob <= 1.0:
+            raise ConfigError(f"data.short_seq_prob must lie in [0, 1], got {short_seq_prob}")
+        for name, value in (("batch_size", batch_size), ("eval_batch_size", eval_batch_size or batch_size)):
+            if value < 1:
+                raise ConfigError(f"data.{name} must be positive, got {value}")
+        self.save_hyperparameters()
+        self.source = source
+        self.tokenizer_path = tokenizer_path
+        self.vocab_size = vocab_size
+        self.lowercase = lowercase
+        self.max_seq_length = max_seq_length
+        self.short_seq_prob = short_seq_prob
+        self.nsp = nsp
+        self.whole_word_masking = whole_word_masking
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size or batch_size
+        self.num_workers = num_workers
+        self.seed = seed
+        self.max_train_lines = max_train_lines
+        self.max_eval_lines = max_eval_lines
+        self.cache_dir = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+        self.text_column = text_column
+        self.tokenizer: Tokenizer | None = None
+        self.collator: PretrainingCollator | None = None
+        self.datasets: dict[str, datasets.Dataset] = {}
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.datasets:
+            return
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        corpus = load_dataset_source(self.source, what="pretraining corpus", cache_dir=self.cache_dir)
+        if "train" not in corpus:
+            raise DataError(f"pretraining corpus {self.source!r} has no train split (found {list(corpus)})")
+        documents = {"train": self._documents(corpus["train"], "train", self.max_train_lines)}
+        if "validation" in corpus:
+            documents["validation"] = self._documents(corpus["validation"], "validation", self.max_eval_lines)
+        else:
+            documents = self._hold_out_validation(documents["train"])
+        self.tokenizer = self._load_or_train_tokenizer(documents["train"])
+        self.collator = self._make_collator(self.tokenizer)
+        for split, documents_of_split in documents.items():
+            sequences = self._sequences(documents_of_split, self.tokenizer)
+            num_tokens = pc.sum(pc.list_value_length(sequences.data.column("input_ids"))).as_py()
+            logger.info(
+                "%s split of %s: %d documents, %d sequences, %d tokens",
+                split, self.source, len(documents_of_split), len(sequences), num_tokens,
+            )
+            self.datasets[split] = sequences.with_format("numpy")
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", self.batch_size, torch.Generator().manual_seed(self.seed))
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("validation", self.eval_batch_size, None)
+
+    def _loader(self, split: str, batch_size: int, generator: torch.Generator | None) -> DataLoader:
+        if split not in self.datasets:
+            raise RuntimeError(f"call setup() before asking for the {split} dataloader")
+        return DataLoader(
+            self.datasets[split],
+            batch_size=batch_size,
+            shuffle=generator is not None,
+            generator=generator,
+            collate_fn=self.collator,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def _documents(self, lines: datasets.Dataset, split: str, max_lines: int | None) -> datasets.Dataset:
+        require_columns(lines, [self.text_column], self.source)
+        if max_lines is not None:
+            lines = lines.select(range(min(max_lines, len(lines))))
+        documents = self._cached_map(
+            lines, _documents_batch, "documents", (self.text_column, MAX_DOCUMENT_CHARS),
+            batch_size=None, remove_columns=lines.column_names, fn_kwargs={"text_column": self.text_column},
+        )
+        if len(documents) == 0:
+            raise DataError(f"{split} split of {self.source!r} has no text in column {self.text_column!r}")
+        return documents
+
+    def _hold_out_validation(self, documents: datasets.Dataset) -> dict[str, datasets.Dataset]:
+        # Two at least, so that next-sentence prediction can draw B from another document.
+        num_held_out = max(2, round(VALIDATION_FRACTION * len(documents)))
+        if len(documents) <= num_held_out:
+            raise DataError(
+                f"pretraining corpus {self.source!r} has no validation split and only {len(documents)} "
+                "document(s) to hold some out from; add a validation file (validation.txt) or more text"
+            )
+        fingerprint = Hasher.hash([documents._fingerprint, "hold-out", num_held_out, self.seed])
+        splits = documents.train_test_split(
+            test_size=num_held_out,
+            seed=self.seed,
+            train_indices_cache_file_name=str(self.cache_dir / f"holdout-train-{fingerprint}.arrow"),
+            test_indices_cache_file_name=str(self.cache_dir / f"holdout-validation-{fingerprint}.arrow"),
+            train_new_fingerprint=Hasher.hash([fingerprint, "train"]),
+            test_new_fingerprint=Hasher.hash([fingerprint, "validation"]),
+        )
+        logger.info("%s has no validation split: holding out %d of %d documents", self.source, num_held_out, len(documents))
+        return {"train": splits["train"], "validation": splits["test"]}
+
+    def _load_or_train_tokenizer(self, documents: datasets.Dataset) -> Tokenizer:
+        if self.tokenizer_path:
+            return load_tokenizer(self.tokenizer_path)
+        fingerprint = Hasher.hash([documents._fingerprint, self.vocab_size, self.lowercase, _PIPELINE_SOURCE_HASH])
+        directory = self.cache_dir / f"tokenizer-{fingerprint}"
+        if (directory / "tokenizer.json").is_file():
+            return load_tokenizer(directory)
+        sentences = (
+            sentence
+            for batch in documents.iter(batch_size=1000)
+            for document in batch["sentences"]
+            for sentence in document
+        )
+        tokenizer = train_tokenizer(sentences, self.vocab_size, lowercase=self.lowercase)
+        save_tokenizer(tokenizer, directory)
+        logger.info("trained a %d-token WordPiece vocabulary on %s, saved to %s", tokenizer.get_vocab_size(), self.source, directory)
+        return tokenizer
+
+    def _make_collator(self, tokenizer: Tokenizer) -> PretrainingCollator:
+        ids = special_token_ids(tokenizer)
+        is_continuation = None
+        if self.whole_word_masking:
+            prefix = getattr(tokenizer.model, "continuing_subword_prefix", "##")
+            is_continuation = np.zeros(tokenizer.get_vocab_size(), dtype=bool)
+            for token, token_id in tokenizer.get_vocab().items():
+                is_continuation[token_id] = token.startswith(prefix)
+        return PretrainingCollator(pad_token_id=ids["pad"], is_continuation=is_continuation)
+
+    def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer) -> datasets.Dataset:
+        tokenized = self._cached_map(
+            documents, _tokenize_batch, "tokens", tokenizer.to_str(),
+            remove_columns=documents.column_names, fn_kwargs={"tokenizer": tokenizer},
+        )
+        if self.nsp and len(tokenized) < 2:
+            raise DataError(f"next-sentence prediction needs at least 2 documents; {self.source!r} gives {len(tokenized)}")
+        ids = special_token_ids(tokenizer)
+        packer = SequencePacker(
+            tokenized, max_seq_length=self.max_seq_length, short_seq_prob=self.short_seq_prob, nsp=self.nsp,
+            seed=self.seed, cls_token_id=ids["cls"], sep_token_id=ids["sep"],
+        )
+        features = {"input_ids": datasets.Sequence(datasets.Value("int32")), "token_type_ids": datasets.Sequence(datasets.Value("int8"))}
+        if self.nsp:
+            features["next_sentence_label"] = datasets.Value("int8")
+        return self._cached_map(
+            tokenized, packer, "sequences", (self.max_seq_length, self.short_seq_prob, self.nsp, self.seed),
+            with_indices=True, batch_size=PACKING_BATCH_SIZE, remove_columns=tokenized.column_names,
+            features=datasets.Features(features),
+        )
+
+    def _cached_map(self, dataset: datasets.Dataset, function, step: str, settings, **map_kwargs) -> datasets.Dataset:
+        """`dataset.map(function, batched=True)`, cached in cache_dir under a fingerprint of what it depends on."""
+        fingerprint = Hasher.hash([dataset._fingerprint, step, settings, _PIPELINE_SOURCE_HASH])
+        return dataset.map(
+            function,
+            batched=True,
+            new_fingerprint=fingerprint,
+            cache_file_name=str(self.cache_dir / f"{step}-{fingerprint}.arrow"),
+            desc=f"bertlab: {step}",
+            **map_kwargs,
+        )

@@ -1,0 +1,150 @@
+"""Where datasets come from: local folders and files, saved `datasets` folders, or the Hugging Face hub."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+import datasets
+
+from bertlab.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+# Builder of the `datasets` library for each supported file suffix.
+FILE_FORMATS = {".txt": "text", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
+# File name stems that name each split (as `datasets` infers them): train.parquet, dev-00000.jsonl, ...
+SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "valid", "val", "dev"), "test": ("test",)}
+_SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
+
+
+def load_dataset_source(
+    source: str, *, what: str = "dataset", cache_dir: str | Path | None = None
+) -> datasets.DatasetDict:
+    """Load `source` as splits: a local folder, a local file (split "train") or a hub id.
+
+    A folder holds split files (train/validation/test, see SPLIT_NAMES, as .txt/.parquet/.json/
+    .jsonl/.csv) or is a folder written by `save_to_disk`. Text files give one row per line in a
+    column "text"; empty lines are kept, lines that are not valid UTF-8 are skipped with a warning.
+    `what` names the dataset in error messages; `cache_dir` is where `datasets` caches what it builds.
+    """
+    path = Path(source).expanduser()
+    if path.is_dir():
+        splits = _load_folder(path, what, cache_dir)
+    elif path.is_file():
+        splits = datasets.DatasetDict({"train": _load_files([path], what, cache_dir)})
+    elif _looks_like_path(source):
+        raise DataError(f"{what} {source!r} does not exist. {_ways_out()}")
+    else:
+        splits = _load_from_hub(source, what, cache_dir)
+    for split, dataset in splits.items():
+        if len(dataset) == 0:
+            raise DataError(f"{what} {source!r}: split {split!r} has no rows")
+    return splits
+
+
+def require_columns(dataset: datasets.Dataset, columns: Iterable[str], source: str) -> None:
+    """Raise a DataError naming each missing column and the available ones."""
+    missing = [column for column in columns if column not in dataset.column_names]
+    if missing:
+        raise DataError(
+            f"{source!r} has no column(s) {missing}; available columns: {dataset.column_names}. "
+            "Point the data config's column option at one of those."
+        )
+
+
+def read_text_lines(file: Path) -> datasets.Dataset:
+    """One row per line of `file` in column "text"; undecodable lines are skipped, counted and logged."""
+    lines, skipped = [], 0
+    try:
+        with file.open("rb") as stream:
+            for raw_line in stream:
+                try:
+                    lines.append(raw_line.decode("utf-8").rstrip("\r\n"))
+                except UnicodeDecodeError:
+                    skipped += 1
+    except OSError as error:
+        raise DataError(f"cannot read text file {file}: {error}") from error
+    if skipped:
+        logger.warning("skipped %d line(s) of %s that are not valid UTF-8", skipped, file)
+    if not lines:
+        raise DataError(f"text file {file} has no readable lines: expected UTF-8 text, one line per row")
+    return datasets.Dataset.from_dict({"text": lines})
+
+
+def _load_folder(folder: Path, what: str, cache_dir: str | Path | None) -> datasets.DatasetDict:
+    if any((folder / marker).is_file() for marker in _SAVED_DATASET_MARKERS):
+        return _load_saved(folder, what)
+    files_by_split = _split_files(folder)
+    if not files_by_split:
+        found = sorted(child.name for child in folder.iterdir())
+        raise DataError(
+            f"{what} folder {folder} has no split files: expected files named train/validation/test "
+            f"with a suffix in {sorted(FILE_FORMATS)} (or a folder written by save_to_disk); found {found}"
+        )
+    return datasets.DatasetDict(
+        {split: _load_files(files, what, cache_dir) for split, files in files_by_split.items()}
+    )
+
+
+def _split_files(folder: Path) -> dict[str, list[Path]]:
+    files_by_split: dict[str, list[Path]] = {}
+    for file in sorted(folder.iterdir()):
+        if not file.is_file() or file.suffix not in FILE_FORMATS:
+            continue
+        for split, names in SPLIT_NAMES.items():
+            if any(file.stem == name or file.stem.startswith((f"{name}-", f"{name}_")) for name in names):
+                files_by_split.setdefault(split, []).append(file)
+    return files_by_split
+
+
+def _load_files(files: list[Path], what: str, cache_dir: str | Path | None) -> datasets.Dataset:
+    suffixes = {file.suffix for file in files}
+    if len(suffixes) > 1:
+        raise DataError(f"{what} files {[str(file) for file in files]} mix formats {sorted(suffixes)}; use one")
+    suffix = suffixes.pop()
+    if suffix not in FILE_FORMATS:
+        raise DataError(f"{what} file {files[0]} has an unsupported suffix {suffix!r}: expected one of {sorted(FILE_FORMATS)}")
+    if FILE_FORMATS[suffix] == "text":
+        return datasets.concatenate_datasets([read_text_lines(file) for file in files])
+    try:
+        return datasets.load_dataset(
+            FILE_FORMATS[suffix],
+            data_files=[str(file) for file in files],
+            split="train",
+            cache_dir=None if cache_dir is None else str(cache_dir),
+        )
+    except Exception as error:  # the builders raise many types (arrow, json, pandas errors)
+        raise DataError(f"cannot read {what} file(s) {[str(file) for file in files]}: {error}") from error
+
+
+def _load_saved(folder: Path, what: str) -> datasets.DatasetDict:
+    try:
+        loaded = datasets.load_from_disk(str(folder))
+    except Exception as error:  # corrupt or partial save_to_disk folders raise various errors
+        raise DataError(f"cannot read saved {what} folder {folder}: {error}") from error
+    return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
+
+
+def _load_from_hub(source: str, what: str, cache_dir: str | Path | None) -> datasets.DatasetDict:
+    try:
+        loaded = datasets.load_dataset(source, cache_dir=None if cache_dir is None else str(cache_dir))
+    except Exception as error:  # offline, unknown id, gated, network: all mean "not loadable from the hub"
+        raise DataError(
+            f"{what} {source!r} is not a local path and could not be loaded from the Hugging Face hub "
+            f"({type(error).__name__}: {error}). {_ways_out()}"
+        ) from error
+    return loaded if isinstance(loaded, datasets.DatasetDict) else datasets.DatasetDict({"train": loaded})
+
+
+def _looks_like_path(source: str) -> bool:
+    """Hub ids are "name" or "owner/name"; anything else that does not exist is a missing local path."""
+    return source.startswith((".", "/", "~")) or source.count("/") > 1 or Path(source).suffix in FILE_FORMATS
+
+
+def _ways_out() -> str:
+    return (
+        "Either set BERTLAB_DATA_DIR to a folder laid out like shared/data (or point data.source at "
+        "local files), or run with internet access so the hub id can be downloaded."
+    )

@@ -1,0 +1,92 @@
+"""`ClassificationModule`: fine-tunes `BertForSequenceClassification` for single-label
+classification (num_labels >= 2) or regression (num_labels == 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable
+
+import lightning as L
+import torch
+from torchmetrics import MeanSquaredError, MetricCollection, PearsonCorrCoef, SpearmanCorrCoef
+from torchmetrics.classification import (BinaryF1Score, MulticlassAccuracy, MulticlassF1Score,
+                                         MulticlassMatthewsCorrCoef)
+
+from bertlab.config import BertConfig
+from bertlab.errors import ConfigError
+from bertlab.lit.optim import configure_optimization
+from bertlab.model import BertForSequenceClassification
+
+
+def _validation_metrics(config: BertConfig) -> MetricCollection:
+    if config.num_labels == 1:
+        metrics = {"pearson": PearsonCorrCoef(), "spearman": SpearmanCorrCoef(), "mse": MeanSquaredError()}
+    else:
+        f1 = BinaryF1Score() if config.num_labels == 2 else MulticlassF1Score(config.num_labels, average="macro")
+        metrics = {"accuracy": MulticlassAccuracy(config.num_labels, average="micro"), "f1": f1,
+                   "mcc": MulticlassMatthewsCorrCoef(config.num_labels)}
+    return MetricCollection(metrics, prefix="val/")
+
+
+class ClassificationModule(L.LightningModule):
+    """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
+    pretrained checkpoint passes it as `model` instead (its config is then the one stored).
+    `optimizer` and `scheduler` are Hydra partials (see bertlab.lit.optim); `layerwise_lr_decay`
+    scales each encoder layer's learning rate down from the head."""
+
+    def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
+                 optimizer: Callable[..., torch.optim.Optimizer] | None = None,
+                 scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
+                 layerwise_lr_decay: float | None = None, model: BertForSequenceClassification | None = None,
+                 compile: bool = False):
+        super().__init__()
+        if model is None:
+            if config is None:
+                raise ConfigError("ClassificationModule needs a model config or a loaded model; got neither")
+            model = BertForSequenceClassification(
+                config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config)))
+        if model.config.problem_type not in (None, "regression", "single_label_classification") or (
+                model.config.problem_type == "regression" and model.config.num_labels != 1):
+            raise ConfigError(f"model config: problem_type {model.config.problem_type!r} with num_labels "
+                              f"{model.config.num_labels} is not supported; fine-tuning handles single-label "
+                              f"classification (num_labels >= 2) and regression (num_labels == 1)")
+        config = model.config.to_dict()  # saved as a plain dict: checkpoints need no bertlab class
+        self.save_hyperparameters(ignore=["optimizer", "scheduler", "model"])
+        self.optimizer_factory = optimizer
+        self.scheduler_factory = scheduler
+        self.model = model
+        if compile:
+            self.model.compile()
+        self.regression = model.config.num_labels == 1
+        self.val_metrics = _validation_metrics(model.config)
+
+    def _forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor | None = None):
+        return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                          token_type_ids=batch.get("token_type_ids"), labels=labels)
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = self._forward(batch, batch["labels"]).loss
+        self.log("train/loss", loss, prog_bar=True, batch_size=batch["labels"].shape[0])
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        labels = batch["labels"]
+        output = self._forward(batch, labels)
+        logits = output.logits.float()
+        predictions = logits.squeeze(-1) if self.regression else logits.argmax(-1)
+        self.val_metrics.update(predictions, labels)
+        self.log("val/loss", output.loss, prog_bar=True, batch_size=labels.shape[0])
+        self.log_dict(self.val_metrics)
+
+    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> dict:
+        """Probabilities per class (or the regression value), with the batch's `index` when it has one
+        so predictions can be put back in dataset order."""
+        logits = self._forward(batch).logits.float()
+        result = {"predictions": logits.squeeze(-1)} if self.regression else {"probabilities": logits.softmax(-1)}
+        if "index" in batch:
+            result["index"] = batch["index"]
+        return result
+
+    def configure_optimizers(self) -> dict:
+        return configure_optimization(self, self.optimizer_factory, self.scheduler_factory,
+                                      self.hparams.layerwise_lr_decay)

@@ -1,0 +1,128 @@
+"""`PretrainingModule`: masked-language-model pretraining, with next-sentence prediction as an option.
+
+Masking happens inside the step, on the device, from a generator seeded by (seed, step, micro-batch):
+no masking state exists outside the checkpointed step counter, so a resumed run masks exactly as
+the uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
+
+import lightning as L
+import numpy as np
+import torch
+from torchmetrics import MeanMetric
+from torchmetrics.classification import MulticlassAccuracy
+
+from bertlab.config import BertConfig
+from bertlab.data.masking import mask_tokens
+from bertlab.errors import ConfigError, DataError
+from bertlab.lit.optim import configure_optimization
+from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
+
+TRAIN_STREAM, VALIDATION_STREAM = 0, 1
+
+
+def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A generator seeded from `seed` and the integers naming one batch's place in the run.
+    SeedSequence mixes them, so neighbouring steps get unrelated streams. The draws are reproducible
+    per device type (CPU and CUDA generators are different algorithms)."""
+    mixed = np.random.SeedSequence([seed, *stream]).generate_state(1, dtype=np.uint64)[0]
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(mixed))
+    return generator
+
+
+class PretrainingModule(L.LightningModule):
+    """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
+
+    `config`: the model's BertConfig (or its dict, as stored in checkpoints). `optimizer` and
+    `scheduler` are Hydra partials (see bertlab.lit.optim); `mask_token_id`, the masking
+    probabilities and `special_token_ids` (never drawn as random replacements) feed
+    `bertlab.data.masking.mask_tokens`. `compile` compiles the model's forward
+    with torch.compile (the parameter names, and so the checkpoints, stay the same).
+    """
+
+    def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
+                 optimizer: Callable[..., torch.optim.Optimizer] | None = None,
+                 scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
+                 nsp: bool = False, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, special_token_ids: Sequence[int] = (), seed: int = 0,
+                 compile: bool = False):
+        super().__init__()
+        model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
+        if not 0 <= mask_token_id < model_config.vocab_size:
+            raise ConfigError(f"mask_token_id {mask_token_id} is outside the vocabulary "
+                              f"(size {model_config.vocab_size})")
+        if seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {seed}")
+        # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
+        config = model_config.to_dict()
+        special_token_ids = [int(token) for token in special_token_ids]
+        self.save_hyperparameters(ignore=["optimizer", "scheduler"])
+        self.optimizer_factory = optimizer
+        self.scheduler_factory = scheduler
+        self.model = BertForPreTraining(model_config) if nsp else BertForMaskedLM(model_config)
+        if compile:
+            self.model.compile()
+        self.val_loss = MeanMetric()
+        self.val_accuracy = MulticlassAccuracy(num_classes=model_config.vocab_size, average="micro",
+                                               validate_args=False)
+        self.val_nsp_accuracy = MulticlassAccuracy(num_classes=2, average="micro") if nsp else None
+
+    def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator):
+        input_ids, labels = mask_tokens(
+            batch["input_ids"], batch["special_tokens_mask"], vocab_size=self.model.config.vocab_size,
+            mask_token_id=self.hparams.mask_token_id, generator=generator,
+            mlm_probability=self.hparams.mlm_probability, mask_replace_prob=self.hparams.mask_replace_prob,
+            random_replace_prob=self.hparams.random_replace_prob, word_ids=batch.get("word_ids"),
+            special_token_ids=self.hparams.special_token_ids)
+        inputs = {"input_ids": input_ids, "attention_mask": batch["attention_mask"],
+                  "token_type_ids": batch.get("token_type_ids"), "labels": labels}
+        if self.hparams.nsp:
+            if "next_sentence_label" not in batch:
+                raise DataError("pretraining with nsp=true needs batches with next_sentence_label; "
+                                "enable next-sentence pairs in the data config (data.nsp=true)")
+            inputs["next_sentence_label"] = batch["next_sentence_label"]
+        return self.model(**inputs), labels
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        micro_batch = batch_idx % self.trainer.accumulate_grad_batches
+        generator = masking_generator(self.hparams.seed, TRAIN_STREAM, self.global_step, micro_batch,
+                                      device=self.device)
+        output, _ = self._masked_forward(batch, generator)
+        batch_size = batch["input_ids"].shape[0]
+        self.log("train/loss", output.loss, prog_bar=True, batch_size=batch_size)
+        if self.hparams.nsp:
+            self.log_dict({"train/mlm_loss": output.mlm_loss, "train/nsp_loss": output.nsp_loss},
+                          batch_size=batch_size)
+        return output.loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        # The same masks at every evaluation, so validation numbers compare across the run.
+        generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, dataloader_idx, batch_idx,
+                                      device=self.device)
+        output, labels = self._masked_forward(batch, generator)
+        targets = labels[labels != IGNORE_INDEX]
+        if self.hparams.nsp:
+            logits, mlm_loss = output.prediction_logits, output.mlm_loss
+            self.val_nsp_accuracy.update(output.seq_relationship_logits.argmax(-1), batch["next_sentence_label"])
+        else:
+            logits, mlm_loss = output.logits, output.loss
+        self.val_loss.update(mlm_loss, weight=targets.numel())
+        self.val_accuracy.update(logits.argmax(-1), targets)
+
+    def on_validation_epoch_end(self) -> None:
+        loss = self.val_loss.compute()
+        metrics = {"val/loss": loss, "val/perplexity": loss.exp(), "val/accuracy": self.val_accuracy.compute()}
+        if self.val_nsp_accuracy is not None:
+            metrics["val/nsp_accuracy"] = self.val_nsp_accuracy.compute()
+            self.val_nsp_accuracy.reset()
+        self.log_dict(metrics, prog_bar=True)
+        self.val_loss.reset()
+        self.val_accuracy.reset()
+
+    def configure_optimizers(self) -> dict:
+        return configure_optimization(self, self.optimizer_factory, self.scheduler_factory)

