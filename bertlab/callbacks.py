@@ -128,6 +128,8 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
                 smoothed = series.rolling(max(1, len(series) // 50), min_periods=1).mean()
                 axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
         axes.set_title(title)
+        if "perplexity" in title:
+            axes.set_yscale("log")  # it falls by orders of magnitude early in pretraining
         axes.set_xlabel("step")
         axes.grid(alpha=0.3)
         if len(names) > 1:
@@ -187,6 +189,11 @@ class FiniteLossGuard(L.Callback):
         self.check_every_n_steps = check_every_n_steps
         self._first_bad_step: torch.Tensor | None = None  # on the device; -1 while all losses are finite
         self._batches = 0
+        self._step = 0
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._first_bad_step = None
+        self._batches = 0
 
     def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
                              batch_idx: int) -> None:
@@ -208,6 +215,13 @@ class FiniteLossGuard(L.Callback):
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
         self._check(trainer)
+        # An update that blows the weights up is saved before any training loss shows it; the
+        # validation just before the save does.
+        diverged = sorted(name for name, value in trainer.callback_metrics.items()
+                          if name.startswith("val/") and name.endswith("loss") and not torch.isfinite(value).all())
+        if not trainer.strategy.reduce_boolean_decision(not diverged, all=True):
+            self._stop(trainer, f"{diverged[0] if diverged else 'validation loss'} became NaN or inf after "
+                                f"training step {trainer.global_step - 1}")
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._check(trainer)
@@ -220,11 +234,14 @@ class FiniteLossGuard(L.Callback):
         if trainer.strategy.reduce_boolean_decision(bad_step < 0, all=True):
             return
         where = f"at training step {bad_step}" if bad_step >= 0 else "in another process"
+        self._stop(trainer, f"training loss became NaN or inf {where}")
+
+    @staticmethod
+    def _stop(trainer: L.Trainer, what: str) -> None:
         directory = getattr(trainer.checkpoint_callback, "dirpath", None)
         kept = f"; checkpoints saved before it are kept in {directory}" if directory else ""
-        raise BertlabError(f"training loss became NaN or inf {where} (global step, 0-based); stopped without "
-                           f"saving the diverged weights{kept}. Lower the learning rate, raise warmup, or set "
-                           f"trainer.gradient_clip_val")
+        raise BertlabError(f"{what} (global step, 0-based); stopped without saving the diverged weights{kept}. "
+                           f"Lower the learning rate, raise warmup, or set trainer.gradient_clip_val")
 
 
 def _sequences(batch: dict[str, torch.Tensor]) -> int:

@@ -34,9 +34,10 @@ def write_atomically(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
-    os.chmod(temp, 0o644)  # mkstemp creates 0600; the result is an ordinary shareable file
     try:
         write(temp)
+        # mkstemp creates 0600 and safetensors re-creates the file: set the mode once it is written.
+        os.chmod(temp, 0o644)
         with open(temp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temp, path)

@@ -17,9 +17,14 @@ from pathlib import Path
 
 import hydra
 from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from bertlab.errors import BertlabError, ConfigError
+from bertlab.overrides import check_command_line, hydra_order, one_line
+
+CONFIG_MODULE = "bertlab.conf"
 
 
 def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
@@ -41,6 +46,12 @@ def model_path_from_package(package: str) -> str:
 RESOLVERS = {"local_or_hub": local_or_hub, "model_path_from_package": model_path_from_package}
 
 
+def register_resolvers() -> None:
+    for name, resolver in RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
+
+
 def register_recipes() -> None:
     store = ConfigStore.instance()
     for entry in importlib.resources.files("bertlab.recipes").iterdir():
@@ -50,20 +61,56 @@ def register_recipes() -> None:
 
 
 def run(config_name: str, task: Callable[[DictConfig], object], argv: list[str], prog: str) -> None:
-    for name, resolver in RESOLVERS.items():
-        if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, resolver)
+    """Runs `task` on the config composed from `config_name` and the command line `argv`;
+    `prog` is "bertlab <command>", the command a recipe's `command` key must name."""
+    command = prog.split()[-1]
+    register_resolvers()
     register_recipes()
 
-    @hydra.main(config_path="pkg://bertlab.conf", config_name=config_name, version_base="1.3")
+    argv = hydra_order(argv)
+    if not is_rank_zero():
+        # Lightning's DDP launcher restarts this command line for the other ranks: only rank 0 writes
+        # Hydra's .hydra/ folder and log file.
+        argv = [*argv, "hydra.output_subdir=null", "hydra/job_logging=stdout"]
+    check_command_line(CONFIG_MODULE, config_name, argv)
+    command_line = sys.argv
+
+    @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=config_name, version_base="1.3")
     def hydra_main(cfg: DictConfig) -> None:
+        sys.argv = command_line  # what Lightning's DDP launcher re-runs for the other ranks
         try:
+            if cfg.get("command", command) != command:
+                raise ConfigError(f"this recipe is for `python -m bertlab {cfg.command}`, not `{command}`")
             task(cfg)
-        except BertlabError as error:
-            if os.environ.get("BERTLAB_DEBUG"):
+        except Exception as error:
+            reported = user_error(error)
+            if reported is None or os.environ.get("BERTLAB_DEBUG"):
                 raise
-            print(f"bertlab: error: {error}", file=sys.stderr)
+            print(f"bertlab: error: {reported}", file=sys.stderr)
             raise SystemExit(1) from None
 
-    sys.argv = [prog.replace(" ", "-"), *argv]
-    hydra_main()
+    sys.argv = [prog.replace(" ", "-"), *argv]  # Hydra reads its arguments from sys.argv
+    try:
+        hydra_main()
+    finally:
+        sys.argv = command_line
+
+
+def user_error(error: BaseException) -> BertlabError | None:
+    """The BertlabError behind `error` (Hydra's instantiate and OmegaConf's resolvers wrap the errors
+    raised inside them), or a one-line ConfigError for an error of Hydra or OmegaConf about the config;
+    None for anything else, which is a bug and keeps its traceback."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, BertlabError):
+            return cause
+        cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
+    if isinstance(error, (HydraException, OmegaConfBaseException)):
+        return ConfigError(one_line(error))
+    return None
+
+
+def is_rank_zero() -> bool:
+    """From the environment, before any process group exists: Lightning's launcher (LOCAL_RANK,
+    NODE_RANK), torchrun (RANK) and SLURM (SLURM_PROCID) set these for every process they start."""
+    return all(int(os.environ.get(name, 0)) == 0 for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))

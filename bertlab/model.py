@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -22,14 +23,15 @@ from bertlab.errors import ConfigError
 
 IGNORE_INDEX = -100
 
+# Factories, not instances: a module instance shared by every layer would share its hooks too.
 ACTIVATIONS = {
-    "gelu": nn.GELU(),
-    "gelu_new": nn.GELU(approximate="tanh"),
-    "gelu_pytorch_tanh": nn.GELU(approximate="tanh"),
-    "relu": nn.ReLU(),
-    "silu": nn.SiLU(),
-    "swish": nn.SiLU(),
-    "tanh": nn.Tanh(),
+    "gelu": nn.GELU,
+    "gelu_new": partial(nn.GELU, approximate="tanh"),
+    "gelu_pytorch_tanh": partial(nn.GELU, approximate="tanh"),
+    "relu": nn.ReLU,
+    "silu": nn.SiLU,
+    "swish": nn.SiLU,
+    "tanh": nn.Tanh,
 }
 
 
@@ -171,7 +173,7 @@ class BertIntermediate(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.activation = ACTIVATIONS[config.hidden_act]
+        self.activation = ACTIVATIONS[config.hidden_act]()
 
     def forward(self, hidden_states):
         return self.activation(self.dense(hidden_states))
@@ -243,8 +245,11 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
-    def post_init(self) -> None:
-        self.apply(self._init_weights)
+    def post_init(self, *new_modules: nn.Module) -> None:
+        """Initialises the whole model, or only `new_modules`: a head on a BertModel that has
+        initialised itself (initialising it twice would only cost time)."""
+        for module in new_modules or (self,):
+            module.apply(self._init_weights)
 
     def gradient_checkpointing_enable(self, enabled: bool = True) -> None:
         self.config.gradient_checkpointing = enabled
@@ -304,7 +309,7 @@ class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.activation = ACTIVATIONS[config.hidden_act]
+        self.activation = ACTIVATIONS[config.hidden_act]()
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def forward(self, hidden_states):
@@ -349,7 +354,7 @@ class BertForPreTraining(BertPreTrainedModel):
         super().__init__(config)
         self.bert = BertModel(config)
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=True)
-        self.post_init()
+        self.post_init(self.cls)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, next_sentence_label=None, output_attentions=False,
@@ -372,7 +377,7 @@ class BertForMaskedLM(BertPreTrainedModel):
         super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=False)
-        self.post_init()
+        self.post_init(self.cls)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
@@ -389,7 +394,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
         dropout = config.classifier_dropout
         self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
+        self.post_init(self.classifier)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:

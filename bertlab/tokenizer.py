@@ -24,7 +24,11 @@ _CONTINUATION_PREFIX = "##"
 def train_tokenizer(
     texts: Iterable[str], vocab_size: int, min_frequency: int = 2, lowercase: bool = True
 ) -> Tokenizer:
-    """Train a WordPiece vocabulary of at most `vocab_size` entries; special tokens get ids 0..4."""
+    """Train a WordPiece vocabulary of at most `vocab_size` entries; special tokens get ids 0..4.
+
+    `tokenizers` breaks ties between equally frequent merges in hash-map order, so two trainings on
+    the same texts may differ slightly (huggingface/tokenizers#1794): save the result and reuse it.
+    """
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ConfigError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=_CONTINUATION_PREFIX))
@@ -69,7 +73,9 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     tokenizer = _load_vocab_txt(file) if file.suffix == ".txt" else _load_tokenizer_json(file)
     missing = [token for token in SPECIAL_TOKENS if tokenizer.token_to_id(token) is None]
     if missing:
-        raise CheckpointError(f"tokenizer {file} lacks the special token(s) {missing}; BERT needs {list(SPECIAL_TOKENS)}")
+        raise CheckpointError(
+            f"tokenizer {file} lacks the special token(s) {missing}; BERT needs {list(SPECIAL_TOKENS)}"
+        )
     tokenizer.no_truncation()
     tokenizer.no_padding()
     return tokenizer
@@ -87,7 +93,9 @@ def save_tokenizer(tokenizer: Tokenizer, directory: str | Path) -> None:
     vocab = tokenizer.get_vocab(with_added_tokens=True)
     tokens_by_id = sorted(vocab, key=vocab.__getitem__)
     if [vocab[token] for token in tokens_by_id] != list(range(len(tokens_by_id))):
-        raise CheckpointError(f"cannot write {directory / 'vocab.txt'}: the tokenizer's ids are not contiguous from 0")
+        raise CheckpointError(
+            f"cannot write {directory / 'vocab.txt'}: the tokenizer's ids are not contiguous from 0"
+        )
     (directory / "vocab.txt").write_text("".join(f"{token}\n" for token in tokens_by_id), encoding="utf-8")
     special_tokens_map = {f"{key}_token": token for key, token in zip(_SPECIAL_TOKEN_KEYS, SPECIAL_TOKENS)}
     normalizer = json.loads(tokenizer.to_str()).get("normalizer") or {}
@@ -128,7 +136,7 @@ def _load_tokenizer_json(file: Path) -> Tokenizer:
 
 
 def _load_vocab_txt(file: Path) -> Tokenizer:
-    """A vocab.txt alone: one token per line, id = line number, settings from tokenizer_config.json beside it."""
+    """A vocab.txt alone: one token per line, id = line number; settings from a tokenizer_config.json beside it."""
     try:
         tokens = file.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as error:

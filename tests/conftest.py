@@ -56,3 +56,32 @@ def tiny_corpus(tmp_path: Path) -> Path:
     write_synthetic_corpus(folder / "train.txt", seed=0, paragraphs_per_document=40)
     write_synthetic_corpus(folder / "validation.txt", seed=1, paragraphs_per_document=4)
     return folder
+
+
+def write_sentiment_split(path: Path, *, rows: int, seed: int) -> None:
+    """SST-2-shaped parquet (idx, sentence, label): label 1 sentences carry a positive word."""
+    import pandas as pd
+
+    rng = random.Random(seed)
+    filler = ["the", "movie", "plot", "actors", "was", "quite", "story", "film", "really", "and"]
+    positive, negative = ["good", "great", "wonderful", "moving"], ["bad", "dull", "awful", "boring"]
+    records = []
+    for index in range(rows):
+        label = index % 2
+        words = rng.choices(filler, k=rng.randint(3, 12)) + [rng.choice(positive if label else negative)]
+        rng.shuffle(words)
+        records.append({"idx": index, "sentence": " ".join(words), "label": label})
+    pd.DataFrame(records).to_parquet(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder laid out like shared/data (corpus/, sst2/) with tiny synthetic data."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "corpus").mkdir()
+    write_synthetic_corpus(root / "corpus" / "train.txt", seed=0, paragraphs_per_document=40)
+    write_synthetic_corpus(root / "corpus" / "validation.txt", seed=1, paragraphs_per_document=4)
+    (root / "sst2").mkdir()
+    write_sentiment_split(root / "sst2" / "train.parquet", rows=256, seed=0)
+    write_sentiment_split(root / "sst2" / "validation.parquet", rows=64, seed=1)
+    return root

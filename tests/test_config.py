@@ -20,7 +20,8 @@ def small(**overrides) -> BertConfig:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (dict(hidden_size=30, num_attention_heads=4), r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)"),
+        (dict(hidden_size=30, num_attention_heads=4),
+         r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)"),
         (dict(position_embedding_type="rotary"), r"position_embedding_type 'rotary'.*relative_key_query"),
         (dict(hidden_act="mish"), r"hidden_act 'mish'.*gelu"),
         (dict(attn_implementation="flash"), r"attn_implementation 'flash'.*sdpa, eager"),

@@ -6,8 +6,8 @@ The module prints a table of the largest differences at the end of the run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import logging
 
 import pytest
 import torch
@@ -26,7 +26,7 @@ VOCAB, BATCH, LENGTH = 300, 4, 24
 
 
 def small_config(position_embedding_type: str, **overrides) -> BertConfig:
-    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                   intermediate_size=128, max_position_embeddings=64, num_labels=3,
                   position_embedding_type=position_embedding_type)
     values.update(overrides)
@@ -104,49 +104,52 @@ def compare(rows, case: str, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]
     assert not too_far, f"{case}: differences above {TOLERANCE}: {too_far}"
 
 
-def run_both(class_name, ours, reference, batch, regression=False):
-    """Forwards both models on one batch; returns {quantity: (ours, reference)}. Attention
-    probabilities come from a second pass: asking for them switches both libraries to eager
-    attention, and the first pass must check the SDPA path."""
+def outputs(model, class_name: str, batch: dict, regression: bool = False) -> dict[str, torch.Tensor]:
+    """Every compared quantity of one model (bertlab or transformers) on one batch, named alike.
+    bertlab's MLM logits are sparse when labels are given, transformers' always cover every
+    position: both become a (sparse, full) pair. Attention probabilities come from a second pass,
+    because asking for them switches both libraries to eager attention and the first pass must
+    check the SDPA path."""
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    labels = batch["mlm_labels"]
-    selected = labels != -100
-    pairs = {}
+    labels, nsp = batch["mlm_labels"], batch["next_sentence_label"]
+    result = {}
     with torch.no_grad():
         if class_name == "BertModel":
-            a, b = ours(**inputs, output_hidden_states=True), reference(**inputs, output_hidden_states=True)
-            pairs["last_hidden_state"] = (a.last_hidden_state, b.last_hidden_state)
-            pairs["pooler_output"] = (a.pooler_output, b.pooler_output)
-        elif class_name == "BertForPreTraining":
-            nsp = batch["next_sentence_label"]
-            a = ours(**inputs, labels=labels, next_sentence_label=nsp, output_hidden_states=True)
-            b = reference(**inputs, labels=labels, next_sentence_label=nsp, output_hidden_states=True)
-            reference_mlm = F.cross_entropy(b.prediction_logits.flatten(0, 1), labels.flatten())
-            pairs["prediction_logits(sparse)"] = (a.prediction_logits, b.prediction_logits[selected])
-            pairs["prediction_logits(full)"] = (ours(**inputs).prediction_logits, b.prediction_logits)
-            pairs["seq_relationship_logits"] = (a.seq_relationship_logits, b.seq_relationship_logits)
-            pairs["mlm_loss"] = (a.mlm_loss, reference_mlm)
-            pairs["nsp_loss"] = (a.nsp_loss, F.cross_entropy(b.seq_relationship_logits, nsp))
-            pairs["loss"] = (a.loss, b.loss)
-        elif class_name == "BertForMaskedLM":
-            a = ours(**inputs, labels=labels, output_hidden_states=True)
-            b = reference(**inputs, labels=labels, output_hidden_states=True)
-            pairs["logits(sparse)"] = (a.logits, b.logits[selected])
-            pairs["logits(full)"] = (ours(**inputs).logits, b.logits)
-            pairs["loss"] = (a.loss, b.loss)
+            out = model(**inputs, output_hidden_states=True)
+            result.update(last_hidden_state=out.last_hidden_state, pooler_output=out.pooler_output)
+        elif class_name == "BertForSequenceClassification":
+            out = model(**inputs, labels=batch["regression_labels" if regression else "class_labels"],
+                        output_hidden_states=True)
+            result.update({"logits": out.logits, "loss(mse)" if regression else "loss(ce)": out.loss})
         else:
-            target = batch["regression_labels" if regression else "class_labels"]
-            a = ours(**inputs, labels=target, output_hidden_states=True)
-            b = reference(**inputs, labels=target, output_hidden_states=True)
-            pairs["logits"] = (a.logits, b.logits)
-            pairs["loss(mse)" if regression else "loss(ce)"] = (a.loss, b.loss)
-        assert len(a.hidden_states) == ours.config.num_hidden_layers + 1
-        for i, (x, y) in enumerate(zip(a.hidden_states, b.hidden_states, strict=True)):
-            pairs[f"hidden_states[{i}]"] = (x, y)
-        a, b = ours(**inputs, output_attentions=True), reference(**inputs, output_attentions=True)
-        for i, (x, y) in enumerate(zip(a.attentions, b.attentions, strict=True)):
-            pairs[f"attentions[{i}]"] = (x, y)
-    return pairs
+            pretraining = class_name == "BertForPreTraining"
+            out = model(**inputs, labels=labels, output_hidden_states=True,
+                        **({"next_sentence_label": nsp} if pretraining else {}))
+            logits = out.prediction_logits if pretraining else out.logits
+            if logits.dim() == 3:  # transformers
+                full, sparse = logits, logits[labels != -100]
+            else:
+                no_labels = model(**inputs)
+                full, sparse = (no_labels.prediction_logits if pretraining else no_labels.logits), logits
+            result.update({"mlm_logits(sparse)": sparse, "mlm_logits(full)": full, "loss": out.loss})
+            if pretraining:
+                result["seq_relationship_logits"] = out.seq_relationship_logits
+                result["mlm_loss"] = getattr(out, "mlm_loss", None)
+                if result["mlm_loss"] is None:
+                    result["mlm_loss"] = F.cross_entropy(full.flatten(0, 1), labels.flatten())
+                result["nsp_loss"] = getattr(out, "nsp_loss", None)
+                if result["nsp_loss"] is None:
+                    result["nsp_loss"] = F.cross_entropy(out.seq_relationship_logits, nsp)
+        assert len(out.hidden_states) == model.config.num_hidden_layers + 1
+        result.update({f"hidden_states[{i}]": h for i, h in enumerate(out.hidden_states)})
+        attentions = model(**inputs, output_attentions=True).attentions
+        result.update({f"attentions[{i}]": a for i, a in enumerate(attentions)})
+    return result
+
+
+def paired(ours: dict, reference: dict) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    assert ours.keys() == reference.keys()
+    return {name: (ours[name], reference[name]) for name in ours}
 
 
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
@@ -158,11 +161,12 @@ def test_bertlab_checkpoint_loads_in_transformers_with_identical_outputs(
     perturb(ours, seed=1)
     ours.save_pretrained(tmp_path)
     batch = padded_pair_batch(seed=2)
+    expected = outputs(ours, class_name, batch)
     for implementation in ("eager", "sdpa"):
         reference = getattr(transformers, class_name).from_pretrained(
             tmp_path, attn_implementation=implementation).eval()
-        pairs = run_both(class_name, ours, reference, batch)
-        compare(parity_rows, f"bertlab->HF {class_name} {position_type} HF-{implementation}", pairs)
+        compare(parity_rows, f"bertlab->HF {class_name} {position_type} HF-{implementation}",
+                paired(expected, outputs(reference, class_name, batch)))
 
 
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
@@ -173,26 +177,27 @@ def test_regression_head_matches_transformers(tmp_path, parity_rows, position_ty
     ours.save_pretrained(tmp_path)
     reference = transformers.BertForSequenceClassification.from_pretrained(tmp_path).eval()
     assert reference.config.num_labels == 1
-    pairs = run_both("BertForSequenceClassification", ours, reference, padded_pair_batch(seed=4),
-                     regression=True)
-    compare(parity_rows, f"bertlab->HF regression {position_type}", pairs)
+    batch = padded_pair_batch(seed=4)
+    compare(parity_rows, f"bertlab->HF regression {position_type}",
+            paired(*(outputs(m, "BertForSequenceClassification", batch, regression=True)
+                     for m in (ours, reference))))
 
 
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 @pytest.mark.parametrize("class_name", CLASSES)
 def test_transformers_checkpoint_loads_in_bertlab_with_identical_outputs(
-        tmp_path, parity_rows, position_type, class_name, caplog):
+        tmp_path, parity_rows, position_type, class_name):
     config = transformers.BertConfig(**json.loads(small_config(position_type).to_json_string()))
     torch.manual_seed(5)
     reference = getattr(transformers, class_name)(config).eval()
     perturb(reference, seed=6)
     reference.save_pretrained(tmp_path, safe_serialization=True)
-    with caplog.at_level(logging.INFO, logger="bertlab"):
-        ours = getattr(bertlab, class_name).from_pretrained(tmp_path).eval()
+    ours = getattr(bertlab, class_name).from_pretrained(tmp_path).eval()
     assert ours.config.position_embedding_type == position_type
     assert ours.load_report.complete, str(ours.load_report)
-    pairs = run_both(class_name, ours, reference, padded_pair_batch(seed=7))
-    compare(parity_rows, f"HF->bertlab {class_name} {position_type}", pairs)
+    batch = padded_pair_batch(seed=7)
+    compare(parity_rows, f"HF->bertlab {class_name} {position_type}",
+            paired(outputs(ours, class_name, batch), outputs(reference, class_name, batch)))
 
 
 @pytest.mark.parametrize("position_type", ("relative_key", "relative_key_query"))
@@ -202,9 +207,7 @@ def test_relative_positions_through_sdpa_match_eager_including_gradients(
     torch.manual_seed(0)
     sdpa = bertlab.BertForMaskedLM(config).train()
     perturb(sdpa, seed=8)
-    eager = bertlab.BertForMaskedLM(small_config(position_type, hidden_dropout_prob=0.0,
-                                                 attention_probs_dropout_prob=0.0,
-                                                 attn_implementation="eager")).train()
+    eager = bertlab.BertForMaskedLM(dataclasses.replace(config, attn_implementation="eager")).train()
     eager.load_state_dict(sdpa.state_dict())
     batch = padded_pair_batch(seed=9)
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
@@ -214,8 +217,7 @@ def test_relative_positions_through_sdpa_match_eager_including_gradients(
                         lambda *args, **kwargs: calls.append(1) or sdpa_function(*args, **kwargs))
     losses = [model(**inputs, labels=batch["mlm_labels"]).loss for model in (sdpa, eager)]
     assert len(calls) == config.num_hidden_layers  # the sdpa model used it in every layer, eager never
-    for model, loss in zip((sdpa, eager), losses):
-        model.zero_grad()
+    for loss in losses:
         loss.backward()
     pairs = {"loss": (losses[0], losses[1])}
     grads_sdpa = dict(sdpa.named_parameters())
@@ -236,19 +238,17 @@ def test_fused_qkv_projection_matches_separate_projections(parity_rows, position
     torch.manual_seed(0)
     fused = bertlab.BertForPreTraining(config).train()
     perturb(fused, seed=10)
-    separate = bertlab.BertForPreTraining(small_config(position_type, hidden_dropout_prob=0.0,
-                                                       attention_probs_dropout_prob=0.0,
-                                                       fused_qkv=False)).train()
+    separate = bertlab.BertForPreTraining(dataclasses.replace(config, fused_qkv=False)).train()
     separate.load_state_dict(fused.state_dict())
     batch = padded_pair_batch(seed=11)
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    outputs = []
+    results = []
     for model in (fused, separate):
         out = model(**inputs, labels=batch["mlm_labels"], next_sentence_label=batch["next_sentence_label"])
         out.loss.backward()
-        outputs.append(out)
-    pairs = {"prediction_logits": (outputs[0].prediction_logits, outputs[1].prediction_logits),
-             "loss": (outputs[0].loss, outputs[1].loss)}
+        results.append(out)
+    pairs = {"prediction_logits": (results[0].prediction_logits, results[1].prediction_logits),
+             "loss": (results[0].loss, results[1].loss)}
     separate_parameters = dict(separate.named_parameters())
     for name, parameter in fused.named_parameters():
         pairs[f"grads[{name}]"] = (parameter.grad, separate_parameters[name].grad)

@@ -38,11 +38,7 @@ def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> Bert
         model = BertForSequenceClassification(run.model_config(
             cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
             **labels))
-    embeddings = model.config.vocab_size
-    if tokenizer.get_vocab_size() != embeddings:
-        raise CheckpointError(
-            f"tokenizer ({data_tokenizer(cfg)}) has {tokenizer.get_vocab_size()} tokens but the model's "
-            f"embeddings have {embeddings} rows; use the checkpoint's own tokenizer (data.tokenizer)")
+    run.check_vocabulary(tokenizer, model.config, data_tokenizer(cfg))
     return model
 
 
@@ -66,16 +62,17 @@ def fine_tune(cfg: DictConfig) -> None:
     started = time.perf_counter()
     check_init_from(cfg)
     run_dir = run.prepare_run_dir(cfg)
+    checkpoint = run.resume_path(cfg.resume, run_dir)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
 
-    datamodule = instantiate(cfg.data)
+    datamodule = instantiate(cfg.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only
     datamodule.setup("fit")
     model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names)
     module = instantiate(cfg.task, _partial_=True)(
         model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
     export = ExportPretrained(str(run_dir / "checkpoint"), weights="best", tokenizer=datamodule.tokenizer)
-    trainer = run.build_trainer(cfg, [export])
-    trainer.fit(module, datamodule=datamodule, ckpt_path=run.resume_path(cfg.resume, run_dir))
+    trainer = run.build_trainer(cfg, [export], resume_from=checkpoint)
+    trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
 
     if trainer.is_global_zero:
         if HydraConfig.get().mode == RunMode.RUN:

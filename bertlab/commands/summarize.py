@@ -1,24 +1,36 @@
 """`python -m bertlab summarize SWEEP_FOLDER`: the final validation metrics of every run of a sweep
-(`-m seed=1,2,3`), per run and as mean ± std, written as summary.csv and summary.md in the folder."""
+(`-m seed=1,2,3`), per run and as mean ± std, written as summary.csv and summary.md in the folder.
+Every sweep also writes them when it ends, through the Hydra callback `SweepSummary`
+(conf/hydra/default.yaml)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
+import logging
 import statistics
 from pathlib import Path
 
 import yaml
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
 
 from bertlab.errors import DataError
 from bertlab.run import read_metrics
 
+log = logging.getLogger("bertlab")
 
-def run_overrides(run_dir: Path) -> str:
+
+def run_overrides(run_dir: Path) -> list[str]:
     overrides = run_dir / ".hydra" / "overrides.yaml"
-    if not overrides.is_file():
-        return run_dir.name
-    return " ".join(yaml.safe_load(overrides.read_text()) or []) or run_dir.name
+    return (yaml.safe_load(overrides.read_text()) or []) if overrides.is_file() else []
+
+
+def varying_overrides(runs: list[Path]) -> list[str]:
+    """Per run, its overrides that not every run of the sweep shares (what the sweep varied)."""
+    overrides = [run_overrides(run) for run in runs]
+    shared = set.intersection(*map(set, overrides)) if len(runs) > 1 else set()
+    return [" ".join(item for item in items if item not in shared) for items in overrides]
 
 
 def final_metrics(run_dir: Path) -> dict[str, float]:
@@ -26,13 +38,19 @@ def final_metrics(run_dir: Path) -> dict[str, float]:
 
 
 def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
-    runs = sorted((path.parent for path in sweep_dir.glob("*/metrics.csv")), key=lambda p: p.name)
+    runs = sorted((path.parent for path in sweep_dir.glob("*/metrics.csv")), key=job_order)
     if not runs:
         raise DataError(f"{sweep_dir}: no runs with a metrics.csv below it; expected a sweep folder "
                         f"such as outputs/<recipe>/multirun/<time>")
-    rows = [{"run": run.name, "overrides": run_overrides(run), **final_metrics(run)} for run in runs]
+    rows = [{"run": run.name, "overrides": overrides, **final_metrics(run)}
+            for run, overrides in zip(runs, varying_overrides(runs))]
     metrics = sorted({key for row in rows for key in row if key.startswith("val/")})
     return rows, metrics
+
+
+def job_order(run_dir: Path) -> tuple[int, str]:
+    """Hydra numbers a sweep's jobs 0, 1, …: job 10 comes after job 9."""
+    return (int(run_dir.name), "") if run_dir.name.isdigit() else (-1, run_dir.name)
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -65,3 +83,18 @@ def main(argv: list[str], prog: str) -> None:
     rows, metrics = summarize(args.sweep_dir)
     print(write_tables(args.sweep_dir, rows, metrics), end="")
     print(f"Written: {args.sweep_dir / 'summary.csv'}, {args.sweep_dir / 'summary.md'}")
+
+
+class SweepSummary(Callback):
+    """Hydra callback: when a sweep (-m) ends, writes summary.csv and summary.md into its folder.
+    A sweep without any finished run only gets a warning: the runs' own errors were reported."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:
+            rows, metrics = summarize(sweep_dir)
+        except DataError as error:
+            log.warning("no sweep summary: %s", error)
+            return
+        print(write_tables(sweep_dir, rows, metrics), end="")
+        print(f"Sweep summary: {sweep_dir / 'summary.csv'}, {sweep_dir / 'summary.md'}")

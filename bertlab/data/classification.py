@@ -19,7 +19,7 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from bertlab.data.sampling import LengthGroupedSampler, length_sorted_order
+from bertlab.data.sampling import ResumableTrainingOrder, length_sorted_order
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
@@ -80,7 +80,8 @@ def tokenize_dataset(
 
     `name` says which data this is in error messages (e.g. "split 'train'").
     """
-    require_columns(dataset, [text_column] + ([text_pair_column] if text_pair_column else []), name)
+    text_columns = [text_column] + ([text_pair_column] if text_pair_column else [])
+    require_columns(dataset, text_columns, name)
     # Configured before `map` hashes the function, so the cache fingerprint sees the final tokenizer.
     _truncate_without_padding(tokenizer, max_seq_length, paired=text_pair_column is not None)
     features = dict(_TOKEN_FEATURES)
@@ -88,8 +89,7 @@ def tokenize_dataset(
         features["labels"] = datasets.Value("float32" if labels.dtype.kind == "f" else "int64")
 
     def encode(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
-        columns = [text_column] + ([text_pair_column] if text_pair_column else [])
-        for column in columns:
+        for column in text_columns:
             _require_strings(batch[column], indices, column, name)
         encoded = encode_texts(
             tokenizer,
@@ -153,7 +153,7 @@ def length_sorted_dataloader(
     )
 
 
-class ClassificationDataModule(L.LightningDataModule):
+class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Train/validation/test splits of a sequence classification dataset, tokenized for BERT.
 
     `source` is a hub id (e.g. "stanfordnlp/sst2"), a local folder of split files or a file (see
@@ -220,8 +220,6 @@ class ClassificationDataModule(L.LightningDataModule):
         self.limit_eval_samples = limit_eval_samples
         self._raw: datasets.DatasetDict | None = None
         self.datasets: dict[str, datasets.Dataset] = {}  # tokenized splits by name
-        self._train_sampler: LengthGroupedSampler | None = None
-        self._sampler_state_to_load: dict[str, Any] | None = None
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -251,22 +249,10 @@ class ClassificationDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         dataset = self.datasets[self.train_split]
-        trainer = self.trainer
-        self._train_sampler = LengthGroupedSampler(
-            column_values(dataset, "length"),
-            self.batch_size,
-            seed=self.seed,
-            epoch=trainer.current_epoch if trainer is not None else 0,
-            num_replicas=trainer.world_size if trainer is not None else 1,
-            rank=trainer.global_rank if trainer is not None else 0,
-        )
-        if self._sampler_state_to_load is not None:
-            self._train_sampler.load_state_dict(self._sampler_state_to_load)
-            self._sampler_state_to_load = None
         return DataLoader(
             dataset,
             batch_size=self.batch_size,
-            sampler=self._train_sampler,
+            sampler=self.training_sampler(column_values(dataset, "length"), self.batch_size, self.seed),
             collate_fn=functools.partial(collate, pad_token_id=special_token_ids(self.tokenizer)["pad"]),
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
@@ -280,30 +266,6 @@ class ClassificationDataModule(L.LightningDataModule):
 
     def predict_dataloader(self) -> DataLoader:
         return self._eval_dataloader(self.test_split)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The training order's position: epoch and batches this rank already trained on."""
-        if self._train_sampler is None:
-            return {}
-        state = self._train_sampler.state_dict()
-        trainer = self.trainer
-        if trainer is not None and trainer.state.fn == "fit":
-            # The loader runs ahead of training (worker and Lightning prefetching): count finished batches.
-            done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
-            if done >= trainer.num_training_batches:
-                state.update(epoch=trainer.current_epoch + 1, batches_yielded=0)
-            else:
-                state.update(epoch=trainer.current_epoch, batches_yielded=done)
-        return {"train_sampler": state}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = state_dict.get("train_sampler")
-        if state is None:
-            return
-        if self._train_sampler is not None:
-            self._train_sampler.load_state_dict(state)
-        else:
-            self._sampler_state_to_load = state
 
     def _eval_dataloader(self, split: str | None) -> DataLoader:
         if split is None or split not in self.datasets:
@@ -364,7 +326,7 @@ def _encode_labels(
 ) -> np.ndarray:
     where = f"column {column!r} of {name}"
     if num_labels == 1:
-        if values.dtype.kind not in "iufb":
+        if values.dtype.kind not in "iuf":
             raise DataError(f"{where} must hold numbers for regression (num_labels=1), got {_at(values, 0)!r}")
         values = values.astype(np.float32)
         bad = ~np.isfinite(values)
@@ -374,13 +336,15 @@ def _encode_labels(
         return values
     if values.dtype.kind in "OUS":
         if label_names is None:
-            raise DataError(f"{where} holds strings such as {_at(values, 0)!r}: set data.label_names to map them to ids")
+            raise DataError(
+                f"{where} holds strings such as {_at(values, 0)!r}: set data.label_names to map them to ids"
+            )
         ids = {label: index for index, label in enumerate(label_names)}
         unknown = [value for value in values.tolist() if value not in ids]
         if unknown:
             raise DataError(f"{where} holds {unknown[0]!r}, which is not one of label_names {label_names}")
         return np.asarray([ids[value] for value in values.tolist()], dtype=np.int64)
-    if values.dtype.kind not in "iufb":
+    if values.dtype.kind not in "iuf":
         raise DataError(f"{where} must hold class ids, got {_at(values, 0)!r}")
     outside = (values < 0) | (values >= num_labels) | (values != np.round(values))
     if outside.any():

@@ -39,7 +39,8 @@ def mask_tokens(
     """
     if not 0.0 <= mask_replace_prob + random_replace_prob <= 1.0:
         raise ConfigError(
-            f"mask_replace_prob + random_replace_prob must lie in [0, 1], got {mask_replace_prob} + {random_replace_prob}"
+            "mask_replace_prob + random_replace_prob must lie in [0, 1], "
+            f"got {mask_replace_prob} + {random_replace_prob}"
         )
     device = input_ids.device
     maskable = ~special_tokens_mask.bool()
@@ -72,7 +73,8 @@ def _word_start_positions(word_ids: torch.Tensor) -> torch.Tensor:
 def _random_tokens_except(
     shape: torch.Size, vocab_size: int, excluded: Sequence[int], generator: torch.Generator, device: torch.device
 ) -> torch.Tensor:
-    """Uniform ids from [0, vocab_size) minus `excluded`: draw from a shorter range, then step over each excluded id."""
+    """Uniform ids from [0, vocab_size) minus `excluded`: draw from a shorter range, then step over
+    each excluded id, in increasing order."""
     excluded_sorted = sorted({token for token in excluded if 0 <= token < vocab_size})
     tokens = torch.randint(vocab_size - len(excluded_sorted), shape, generator=generator, device=device)
     for token in excluded_sorted:

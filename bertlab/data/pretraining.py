@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from datasets.fingerprint import Hasher
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
+from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
@@ -113,14 +115,16 @@ def _tokenize_batch(batch: dict[str, list], tokenizer: Tokenizer) -> dict[str, l
 class SequencePacker:
     """Builds `[CLS] A [SEP] B [SEP]` sequences inside documents, like Google's create_pretraining_data.py.
 
-    Sentences of a document are gathered until they reach a target length (max_seq_length - 3, or
-    with probability `short_seq_prob` a random shorter one, drawn per sequence); A is the first
-    1..n-1 of them, B the rest. With `nsp`, B is instead, with probability 1/2, text from a random
-    other document starting at a random sentence (label 1; the unused sentences go back to the
-    document), else the true continuation (label 0; a one-sentence chunk takes the next sentence
-    as B). Sentences longer than half the token budget are cut into pieces first, so that
-    truncation to max_seq_length (from the front or back of the longer segment, at random) loses
-    little text. Sequences never mix documents, except for the random B.
+    Segments of a document fill a chunk up to a target length (max_seq_length - 3, or with
+    probability `short_seq_prob` a random shorter one, drawn per sequence); the segment that would
+    overflow it is cut, its rest starting the next chunk, so no token is lost. A is the first
+    1..n-1 segments of the chunk, B the rest. With `nsp`, B is instead, with probability 1/2, text
+    from a random other document starting at a random segment (label 1; the unused segments go back
+    to the document), else the true continuation (label 0; a one-segment chunk takes the next
+    segment as B). Segments are sentences, those longer than half the token budget cut into equal
+    pieces so that A and B can split them. A + B exceed the budget only by the one token a full
+    one-segment A leaves no room for; the longer one then loses a token at its front or back, at
+    random. Sequences never mix documents, except for the random B.
     """
 
     def __init__(
@@ -142,36 +146,45 @@ class SequencePacker:
             columns["next_sentence_label"] = []
         for document_index, sentences in zip(indices, batch["input_ids"]):
             for tokens_a, tokens_b, is_random_next in self._pack_document(document_index, sentences, rng):
-                columns["input_ids"].append(
-                    [self.cls_token_id, *tokens_a, self.sep_token_id, *tokens_b] + [self.sep_token_id] * bool(tokens_b)
-                )
-                columns["token_type_ids"].append([0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + bool(tokens_b)))
+                input_ids = [self.cls_token_id, *tokens_a, self.sep_token_id]
+                token_type_ids = [0] * len(input_ids)
+                if tokens_b:
+                    input_ids += [*tokens_b, self.sep_token_id]
+                    token_type_ids += [1] * (len(tokens_b) + 1)
+                columns["input_ids"].append(input_ids)
+                columns["token_type_ids"].append(token_type_ids)
                 if self.nsp:
                     columns["next_sentence_label"].append(int(is_random_next))
         return columns
 
-    def _pack_document(self, document_index: int, sentences: list[list[int]], rng: random.Random):
+    def _pack_document(
+        self, document_index: int, sentences: list[list[int]], rng: random.Random
+    ) -> Iterator[tuple[list[int], list[int], bool]]:
         segments = self._pieces(sentences)
         chunk: list[list[int]] = []
         chunk_length = 0
         target_length = self._target_length(rng)
         i = 0
         while i < len(segments):
+            _cut(segments, i, target_length - chunk_length)
             chunk.append(segments[i])
             chunk_length += len(segments[i])
             if i == len(segments) - 1 or chunk_length >= target_length:
                 a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
                 tokens_a = [token for segment in chunk[:a_end] for token in segment]
                 tokens_b = [token for segment in chunk[a_end:] for token in segment]
-                is_random_next = False
-                if self.nsp:
-                    if not tokens_b and i + 1 < len(segments):
+                room_for_b = max(1, target_length - len(tokens_a))
+                is_random_next = self.nsp and rng.random() < 0.5
+                if self.nsp and not is_random_next and not tokens_b:
+                    if i + 1 < len(segments):
                         i += 1
+                        _cut(segments, i, room_for_b)
                         tokens_b = list(segments[i])
-                    if not tokens_b or rng.random() < 0.5:
+                    else:
                         is_random_next = True
-                        i -= len(chunk) - a_end
-                        tokens_b = self._random_segment(document_index, target_length - len(tokens_a), rng)
+                if is_random_next:
+                    i -= len(chunk) - a_end
+                    tokens_b = self._random_segment(document_index, room_for_b, rng)
                 _truncate_pair(tokens_a, tokens_b, self.max_num_tokens, rng)
                 yield tokens_a, tokens_b, is_random_next
                 chunk, chunk_length = [], 0
@@ -184,8 +197,14 @@ class SequencePacker:
         return self.max_num_tokens
 
     def _pieces(self, sentences: list[list[int]]) -> list[list[int]]:
+        """Sentences, those longer than half the token budget cut into equal pieces."""
         size = max(1, self.max_num_tokens // 2)
-        return [sentence[start : start + size] for sentence in sentences for start in range(0, len(sentence), size)]
+        pieces = []
+        for sentence in sentences:
+            count = -(-len(sentence) // size)
+            bounds = [len(sentence) * index // count for index in range(count + 1)]
+            pieces += [sentence[start:end] for start, end in zip(bounds, bounds[1:])]
+        return pieces
 
     def _random_segment(self, document_index: int, length: int, rng: random.Random) -> list[int]:
         other = rng.randrange(len(self.documents) - 1)
@@ -196,7 +215,13 @@ class SequencePacker:
             tokens.extend(segment)
             if len(tokens) >= length:
                 break
-        return tokens
+        return tokens[:length]
+
+
+def _cut(segments: list[list[int]], index: int, size: int) -> None:
+    """Split segments[index] after `size` tokens, in place, when it is longer; the rest follows it."""
+    if len(segments[index]) > size:
+        segments[index : index + 1] = [segments[index][:size], segments[index][size:]]
 
 
 def _truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
@@ -244,7 +269,7 @@ class PretrainingCollator:
         return batch
 
 
-class PretrainingDataModule(L.LightningDataModule):
+class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Masked-language-model (and optionally next-sentence) pretraining batches from a text corpus.
 
     `source` is anything `load_dataset_source` reads; its `text_column` is a stream of lines (see
@@ -253,7 +278,8 @@ class PretrainingDataModule(L.LightningDataModule):
     documents are held out. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
     cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
-    training step (`bertlab.data.masking.mask_tokens`).
+    training step (`bertlab.data.masking.mask_tokens`). Given the tokenizer, the sequences and the
+    training order depend only on `seed`.
     """
 
     def __init__(
@@ -274,10 +300,13 @@ class PretrainingDataModule(L.LightningDataModule):
         max_eval_lines: int | None = None,
         cache_dir: str | None = None,
         text_column: str = "text",
+        extra_train_sources: list[dict] | None = None,
     ) -> None:
         super().__init__()
         if max_seq_length < 8:
-            raise ConfigError(f"data.max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP]), got {max_seq_length}")
+            raise ConfigError(
+                f"data.max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP]), got {max_seq_length}"
+            )
         if not 0.0 <= short_seq_prob <= 1.0:
             raise ConfigError(f"data.short_seq_prob must lie in [0, 1], got {short_seq_prob}")
         for name, value in (("batch_size", batch_size), ("eval_batch_size", eval_batch_size or batch_size)):
@@ -300,9 +329,18 @@ class PretrainingDataModule(L.LightningDataModule):
         self.max_eval_lines = max_eval_lines
         self.cache_dir = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
         self.text_column = text_column
+        self.extra_train_sources = [dict(extra) for extra in extra_train_sources or []]
+        for extra in self.extra_train_sources:
+            if set(extra) - {"source", "text_column"} or "source" not in extra:
+                raise ConfigError(f"data.extra_train_sources: expected entries {{source, text_column}}, got {extra}")
         self.tokenizer: Tokenizer | None = None
         self.collator: PretrainingCollator | None = None
         self.datasets: dict[str, datasets.Dataset] = {}
+
+    def prepare_data(self) -> None:
+        """Build everything once on the main process, so that in multi-process runs every process's
+        `setup` loads the same cached tokenizer (WordPiece training is not deterministic) and data."""
+        self.setup()
 
     def setup(self, stage: str | None = None) -> None:
         if self.datasets:
@@ -312,6 +350,8 @@ class PretrainingDataModule(L.LightningDataModule):
         if "train" not in corpus:
             raise DataError(f"pretraining corpus {self.source!r} has no train split (found {list(corpus)})")
         documents = {"train": self._documents(corpus["train"], "train", self.max_train_lines)}
+        if self.extra_train_sources:
+            documents["train"] = datasets.concatenate_datasets([documents["train"], *self._extra_documents()])
         if "validation" in corpus:
             documents["validation"] = self._documents(corpus["validation"], "validation", self.max_eval_lines)
         else:
@@ -328,34 +368,53 @@ class PretrainingDataModule(L.LightningDataModule):
             self.datasets[split] = sequences.with_format("numpy")
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", self.batch_size, torch.Generator().manual_seed(self.seed))
+        # Length-grouped, seeded by (seed, epoch), sharded across processes and resumable mid-epoch.
+        lengths = pc.list_value_length(self._dataset("train").with_format("arrow")["input_ids"]).to_numpy()
+        return self._loader("train", self.batch_size, self.training_sampler(lengths, self.batch_size, self.seed))
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("validation", self.eval_batch_size, None)
 
-    def _loader(self, split: str, batch_size: int, generator: torch.Generator | None) -> DataLoader:
+    def _dataset(self, split: str) -> datasets.Dataset:
         if split not in self.datasets:
             raise RuntimeError(f"call setup() before asking for the {split} dataloader")
+        return self.datasets[split]
+
+    def _loader(self, split: str, batch_size: int, sampler: LengthGroupedSampler | None) -> DataLoader:
         return DataLoader(
-            self.datasets[split],
+            self._dataset(split),
             batch_size=batch_size,
-            shuffle=generator is not None,
-            generator=generator,
+            sampler=sampler,
             collate_fn=self.collator,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
         )
 
-    def _documents(self, lines: datasets.Dataset, split: str, max_lines: int | None) -> datasets.Dataset:
-        require_columns(lines, [self.text_column], self.source)
+    def _extra_documents(self) -> list[datasets.Dataset]:
+        """Documents from the training splits of `extra_train_sources` (e.g. a fine-tuning task's
+        unlabelled training sentences, for in-domain pretraining)."""
+        extra_documents = []
+        for extra in self.extra_train_sources:
+            text = load_dataset_source(extra["source"], what="extra pretraining text", cache_dir=self.cache_dir)
+            if "train" not in text:
+                raise DataError(f"data.extra_train_sources: {extra['source']!r} has no train split (found {list(text)})")
+            extra_documents.append(self._documents(text["train"], "train", self.max_train_lines,
+                                                   extra.get("text_column", "text"), extra["source"]))
+        return extra_documents
+
+    def _documents(self, lines: datasets.Dataset, split: str, max_lines: int | None,
+                   text_column: str | None = None, source: str | None = None) -> datasets.Dataset:
+        text_column, source = text_column or self.text_column, source or self.source
+        require_columns(lines, [text_column], source)
         if max_lines is not None:
             lines = lines.select(range(min(max_lines, len(lines))))
+        # One batch for the whole split: documents span rows, and map batches cannot share state.
         documents = self._cached_map(
-            lines, _documents_batch, "documents", (self.text_column, MAX_DOCUMENT_CHARS),
-            batch_size=None, remove_columns=lines.column_names, fn_kwargs={"text_column": self.text_column},
+            lines, _documents_batch, "documents", (text_column, MAX_DOCUMENT_CHARS),
+            batch_size=None, remove_columns=lines.column_names, fn_kwargs={"text_column": text_column},
         )
         if len(documents) == 0:
-            raise DataError(f"{split} split of {self.source!r} has no text in column {self.text_column!r}")
+            raise DataError(f"{split} split of {source!r} has no text in column {text_column!r}")
         return documents
 
     def _hold_out_validation(self, documents: datasets.Dataset) -> dict[str, datasets.Dataset]:
@@ -375,13 +434,17 @@ class PretrainingDataModule(L.LightningDataModule):
             train_new_fingerprint=Hasher.hash([fingerprint, "train"]),
             test_new_fingerprint=Hasher.hash([fingerprint, "validation"]),
         )
-        logger.info("%s has no validation split: holding out %d of %d documents", self.source, num_held_out, len(documents))
+        logger.info(
+            "%s has no validation split: holding out %d of %d documents", self.source, num_held_out, len(documents)
+        )
         return {"train": splits["train"], "validation": splits["test"]}
 
     def _load_or_train_tokenizer(self, documents: datasets.Dataset) -> Tokenizer:
         if self.tokenizer_path:
             return load_tokenizer(self.tokenizer_path)
-        fingerprint = Hasher.hash([documents._fingerprint, self.vocab_size, self.lowercase, _PIPELINE_SOURCE_HASH])
+        fingerprint = Hasher.hash(
+            [documents._fingerprint, self.vocab_size, self.lowercase, _PIPELINE_SOURCE_HASH]
+        )
         directory = self.cache_dir / f"tokenizer-{fingerprint}"
         if (directory / "tokenizer.json").is_file():
             return load_tokenizer(directory)
@@ -393,7 +456,10 @@ class PretrainingDataModule(L.LightningDataModule):
         )
         tokenizer = train_tokenizer(sentences, self.vocab_size, lowercase=self.lowercase)
         save_tokenizer(tokenizer, directory)
-        logger.info("trained a %d-token WordPiece vocabulary on %s, saved to %s", tokenizer.get_vocab_size(), self.source, directory)
+        logger.info(
+            "trained a %d-token WordPiece vocabulary on %s, saved to %s",
+            tokenizer.get_vocab_size(), self.source, directory,
+        )
         return tokenizer
 
     def _make_collator(self, tokenizer: Tokenizer) -> PretrainingCollator:
@@ -412,13 +478,18 @@ class PretrainingDataModule(L.LightningDataModule):
             remove_columns=documents.column_names, fn_kwargs={"tokenizer": tokenizer},
         )
         if self.nsp and len(tokenized) < 2:
-            raise DataError(f"next-sentence prediction needs at least 2 documents; {self.source!r} gives {len(tokenized)}")
+            raise DataError(
+                f"next-sentence prediction needs at least 2 documents; {self.source!r} gives {len(tokenized)}"
+            )
         ids = special_token_ids(tokenizer)
         packer = SequencePacker(
             tokenized, max_seq_length=self.max_seq_length, short_seq_prob=self.short_seq_prob, nsp=self.nsp,
             seed=self.seed, cls_token_id=ids["cls"], sep_token_id=ids["sep"],
         )
-        features = {"input_ids": datasets.Sequence(datasets.Value("int32")), "token_type_ids": datasets.Sequence(datasets.Value("int8"))}
+        features = {
+            "input_ids": datasets.Sequence(datasets.Value("int32")),
+            "token_type_ids": datasets.Sequence(datasets.Value("int8")),
+        }
         if self.nsp:
             features["next_sentence_label"] = datasets.Value("int8")
         return self._cached_map(
@@ -427,8 +498,10 @@ class PretrainingDataModule(L.LightningDataModule):
             features=datasets.Features(features),
         )
 
-    def _cached_map(self, dataset: datasets.Dataset, function, step: str, settings, **map_kwargs) -> datasets.Dataset:
-        """`dataset.map(function, batched=True)`, cached in cache_dir under a fingerprint of what it depends on."""
+    def _cached_map(
+        self, dataset: datasets.Dataset, function: Callable, step: str, settings: object, **map_kwargs
+    ) -> datasets.Dataset:
+        """`dataset.map(function, batched=True)`, cached in cache_dir under a fingerprint of its inputs."""
         fingerprint = Hasher.hash([dataset._fingerprint, step, settings, _PIPELINE_SOURCE_HASH])
         return dataset.map(
             function,

@@ -55,8 +55,9 @@ class LengthGroupedSampler(DistributedSampler):
         self.epoch = epoch
         self._position = 0  # indices of this rank's epoch already handed out (or skipped on resume)
         self._resume_position = 0
+        # len(self), as in DistributedSampler: this rank's indices in a whole epoch, also when resuming
+        # mid-epoch (Lightning counts the batches of a resumed epoch from where it stopped).
         self.num_samples = sum(len(batch) for batch in self.epoch_batches())
-        self.total_size = self.num_samples * num_replicas
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -99,10 +100,6 @@ class LengthGroupedSampler(DistributedSampler):
             self._position += 1  # before the yield: the consumer holds this index once it resumes
             yield index
 
-    def __len__(self) -> int:
-        """Indices of a whole epoch on this rank, also when resuming mid-epoch (Lightning counts so)."""
-        return self.num_samples
-
     def state_dict(self) -> dict[str, Any]:
         """Epoch and number of this rank's batches handed out so far, plus the settings they depend on."""
         return {
@@ -128,6 +125,55 @@ class LengthGroupedSampler(DistributedSampler):
             )
         self.epoch = int(state["epoch"])
         self._position = self._resume_position = min(int(state["batches_yielded"]) * self.batch_size, len(self))
+
+
+class ResumableTrainingOrder:
+    """For a LightningDataModule (list it first among the bases) whose training order is a
+    `LengthGroupedSampler`: Lightning stores `state_dict()` in every checkpoint and calls
+    `load_state_dict` on resume, so a run resumed mid-epoch goes on with the batch after the last
+    one trained on, in the same epoch order. `train_dataloader` gets its sampler from `training_sampler`."""
+
+    _train_sampler: LengthGroupedSampler | None = None
+    _sampler_state_to_load: dict[str, Any] | None = None
+
+    def training_sampler(self, lengths: Sequence[int] | np.ndarray, batch_size: int, seed: int) -> LengthGroupedSampler:
+        trainer = self.trainer
+        self._train_sampler = LengthGroupedSampler(
+            lengths,
+            batch_size,
+            seed=seed,
+            epoch=trainer.current_epoch if trainer is not None else 0,
+            num_replicas=trainer.world_size if trainer is not None else 1,
+            rank=trainer.global_rank if trainer is not None else 0,
+        )
+        if self._sampler_state_to_load is not None:
+            self._train_sampler.load_state_dict(self._sampler_state_to_load)
+            self._sampler_state_to_load = None
+        return self._train_sampler
+
+    def state_dict(self) -> dict[str, Any]:
+        """The training order's position: epoch and batches this rank already trained on."""
+        if self._train_sampler is None:
+            return {}
+        state = self._train_sampler.state_dict()
+        trainer = self.trainer
+        if trainer is not None and trainer.state.fn == "fit":
+            # The loader runs ahead of training (worker and Lightning prefetching): count finished batches.
+            done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+            if done >= trainer.num_training_batches:
+                state.update(epoch=trainer.current_epoch + 1, batches_yielded=0)
+            else:
+                state.update(epoch=trainer.current_epoch, batches_yielded=done)
+        return {"train_sampler": state}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = state_dict.get("train_sampler")
+        if state is None:
+            return
+        if self._train_sampler is not None:
+            self._train_sampler.load_state_dict(state)
+        else:
+            self._sampler_state_to_load = state
 
 
 def length_sorted_order(lengths: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable
 from pathlib import Path
 
 import datasets
+import pyarrow.parquet as pq
 
 from bertlab.errors import DataError
 
@@ -22,7 +24,8 @@ _SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
 def load_dataset_source(
     source: str, *, what: str = "dataset", cache_dir: str | Path | None = None
 ) -> datasets.DatasetDict:
-    """Load `source` as splits: a local folder, a local file (split "train") or a hub id.
+    """Load `source` as splits: a local folder, a local file (split "train") or a hub id
+    ("owner/name", or "owner/name:config" for datasets with several configurations).
 
     A folder holds split files (train/validation/test, see SPLIT_NAMES, as .txt/.parquet/.json/
     .jsonl/.csv) or is a folder written by `save_to_disk`. Text files give one row per line in a
@@ -105,9 +108,13 @@ def _load_files(files: list[Path], what: str, cache_dir: str | Path | None) -> d
         raise DataError(f"{what} files {[str(file) for file in files]} mix formats {sorted(suffixes)}; use one")
     suffix = suffixes.pop()
     if suffix not in FILE_FORMATS:
-        raise DataError(f"{what} file {files[0]} has an unsupported suffix {suffix!r}: expected one of {sorted(FILE_FORMATS)}")
+        raise DataError(
+            f"{what} file {files[0]} has an unsupported suffix {suffix!r}: expected one of {sorted(FILE_FORMATS)}"
+        )
     if FILE_FORMATS[suffix] == "text":
         return datasets.concatenate_datasets([read_text_lines(file) for file in files])
+    if all(_holds_no_rows(file) for file in files):  # the builders fail on these with unrelated messages
+        raise DataError(f"{what} file(s) {[str(file) for file in files]} hold no rows; expected at least one")
     try:
         return datasets.load_dataset(
             FILE_FORMATS[suffix],
@@ -119,6 +126,18 @@ def _load_files(files: list[Path], what: str, cache_dir: str | Path | None) -> d
         raise DataError(f"cannot read {what} file(s) {[str(file) for file in files]}: {error}") from error
 
 
+def _holds_no_rows(file: Path) -> bool:
+    """A parquet file with 0 rows, or a csv/json(l) file with no line of data (reads at most two lines)."""
+    try:
+        if file.suffix == ".parquet":
+            return pq.read_metadata(file).num_rows == 0
+        with file.open("rb") as stream:
+            lines = (line for line in stream if line.strip())
+            return sum(1 for _ in itertools.islice(lines, 2)) <= (file.suffix == ".csv")  # csv: a header line
+    except Exception:  # unreadable: not known to be empty; the builder reports it
+        return False
+
+
 def _load_saved(folder: Path, what: str) -> datasets.DatasetDict:
     try:
         loaded = datasets.load_from_disk(str(folder))
@@ -128,8 +147,9 @@ def _load_saved(folder: Path, what: str) -> datasets.DatasetDict:
 
 
 def _load_from_hub(source: str, what: str, cache_dir: str | Path | None) -> datasets.DatasetDict:
+    name, _, config = source.partition(":")
     try:
-        loaded = datasets.load_dataset(source, cache_dir=None if cache_dir is None else str(cache_dir))
+        loaded = datasets.load_dataset(name, config or None, cache_dir=None if cache_dir is None else str(cache_dir))
     except Exception as error:  # offline, unknown id, gated, network: all mean "not loadable from the hub"
         raise DataError(
             f"{what} {source!r} is not a local path and could not be loaded from the Hugging Face hub "

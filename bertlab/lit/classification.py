@@ -69,6 +69,11 @@ class ClassificationModule(L.LightningModule):
         self.log("train/loss", loss, prog_bar=True, batch_size=batch["labels"].shape[0])
         return loss
 
+    def on_validation_epoch_start(self) -> None:
+        # Lightning resets logged metrics at epoch end, under trainer.validate's inference mode too,
+        # which leaves inference tensors a later fit's validation could not update in place.
+        self.val_metrics.reset()
+
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         labels = batch["labels"]
         output = self._forward(batch, labels)

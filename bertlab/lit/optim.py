@@ -9,7 +9,9 @@ import re
 from functools import partial
 from typing import Callable
 
+import lightning as L
 import torch
+from lightning.pytorch.plugins.precision import MixedPrecision
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
@@ -57,14 +59,13 @@ def parameter_groups(model: nn.Module, weight_decay: float, lr: float,
 
 
 def build_optimizer(optimizer_factory: Callable[..., torch.optim.Optimizer], model: nn.Module,
-                    layerwise_lr_decay: float | None = None) -> torch.optim.Optimizer:
+                    layerwise_lr_decay: float | None = None, allow_fused: bool = True) -> torch.optim.Optimizer:
     """Calls the configured optimizer partial (`_partial_: true`) on `parameter_groups(model)`.
 
     `lr` and `weight_decay` are read from the partial's keywords: they set each group's values, so a
-    config states them once. Where the optimizer offers it and the config chose neither `foreach`
-    nor `fused`, `foreach=True` is passed: on CPU it is ~2x faster than the default per-tensor loop
-    (CUDA already defaults to it). `fused=True` is faster still but Lightning refuses gradient
-    clipping with it under mixed precision, so it stays an explicit config choice.
+    config states them once. When the config chose neither `fused` nor `foreach`, the optimizer's
+    multi-tensor path is taken where it has one: `fused=True` (on CPU ~7x faster than the default
+    per-tensor loop for a BERT-mini AdamW step) if `allow_fused`, else `foreach=True` (~1.5-2x).
     """
     keywords = dict(optimizer_factory.keywords) if isinstance(optimizer_factory, partial) else {}
     if "lr" not in keywords:
@@ -72,9 +73,13 @@ def build_optimizer(optimizer_factory: Callable[..., torch.optim.Optimizer], mod
     groups = parameter_groups(model, float(keywords.get("weight_decay", 0.0)), float(keywords["lr"]),
                               layerwise_lr_decay)
     target = optimizer_factory.func if isinstance(optimizer_factory, partial) else optimizer_factory
+    accepted = inspect.signature(target).parameters
     options = {}
-    if {"foreach", "fused"}.isdisjoint(keywords) and "foreach" in inspect.signature(target).parameters:
-        options["foreach"] = True
+    if {"foreach", "fused"}.isdisjoint(keywords):
+        if allow_fused and "fused" in accepted:
+            options["fused"] = True
+        elif "foreach" in accepted:
+            options["foreach"] = True
     return optimizer_factory(params=groups, **options)
 
 
@@ -108,15 +113,20 @@ def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float, 
     return LambdaLR(optimizer, factor)
 
 
-def configure_optimization(module, optimizer_factory, scheduler_factory,
+def configure_optimization(module: L.LightningModule,
+                           optimizer_factory: Callable[..., torch.optim.Optimizer] | None,
+                           scheduler_factory: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None,
                            layerwise_lr_decay: float | None = None) -> dict:
     """What `LightningModule.configure_optimizers` returns: the optimizer over `module.model` and,
     when configured, the schedule stepped every optimizer step over the Trainer's total steps."""
     if optimizer_factory is None:
-        raise ConfigError(f"{type(module).__name__}: no optimizer configured; set module.optimizer "
-                          f"(e.g. _target_: torch.optim.AdamW, _partial_: true, lr: 1e-4)")
-    optimizer = build_optimizer(optimizer_factory, module.model, layerwise_lr_decay)
+        raise ConfigError(f"{type(module).__name__} was built without an optimizer, so it cannot train; "
+                          f"configure one (e.g. _target_: torch.optim.AdamW, _partial_: true, lr: 1e-4)")
+    trainer = module.trainer
+    # Fused optimizers unscale gradients themselves, so Lightning refuses to clip them under mixed precision.
+    allow_fused = not (trainer.gradient_clip_val and isinstance(trainer.precision_plugin, MixedPrecision))
+    optimizer = build_optimizer(optimizer_factory, module.model, layerwise_lr_decay, allow_fused)
     if scheduler_factory is None:
         return {"optimizer": optimizer}
-    scheduler = scheduler_factory(optimizer, total_steps=module.trainer.estimated_stepping_batches)
+    scheduler = scheduler_factory(optimizer, total_steps=trainer.estimated_stepping_batches)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -1,8 +1,8 @@
 """`PretrainingModule`: masked-language-model pretraining, with next-sentence prediction as an option.
 
-Masking happens inside the step, on the device, from a generator seeded by (seed, step, micro-batch):
-no masking state exists outside the checkpointed step counter, so a resumed run masks exactly as
-the uninterrupted one would have.
+Masking happens inside the step, on the device, from a generator seeded by (seed, rank, step,
+micro-batch): no masking state exists outside the checkpointed step counter, so a resumed run masks
+exactly as the uninterrupted one would have.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ class PretrainingModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         micro_batch = batch_idx % self.trainer.accumulate_grad_batches
-        generator = masking_generator(self.hparams.seed, TRAIN_STREAM, self.global_step, micro_batch,
-                                      device=self.device)
+        generator = masking_generator(self.hparams.seed, TRAIN_STREAM, self.global_rank, self.global_step,
+                                      micro_batch, device=self.device)
         output, _ = self._masked_forward(batch, generator)
         batch_size = batch["input_ids"].shape[0]
         self.log("train/loss", output.loss, prog_bar=True, batch_size=batch_size)
@@ -102,8 +102,8 @@ class PretrainingModule(L.LightningModule):
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         # The same masks at every evaluation, so validation numbers compare across the run.
-        generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, dataloader_idx, batch_idx,
-                                      device=self.device)
+        generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, self.global_rank, dataloader_idx,
+                                      batch_idx, device=self.device)
         output, labels = self._masked_forward(batch, generator)
         targets = labels[labels != IGNORE_INDEX]
         if self.hparams.nsp:
@@ -114,15 +114,19 @@ class PretrainingModule(L.LightningModule):
         self.val_loss.update(mlm_loss, weight=targets.numel())
         self.val_accuracy.update(logits.argmax(-1), targets)
 
+    def on_validation_epoch_start(self) -> None:
+        # Reset in the loop that updates them: states reset at the end of a trainer.validate run are
+        # inference tensors, which a later fit's validation could not update in place.
+        for metric in (self.val_loss, self.val_accuracy, self.val_nsp_accuracy):
+            if metric is not None:
+                metric.reset()
+
     def on_validation_epoch_end(self) -> None:
         loss = self.val_loss.compute()
         metrics = {"val/loss": loss, "val/perplexity": loss.exp(), "val/accuracy": self.val_accuracy.compute()}
         if self.val_nsp_accuracy is not None:
             metrics["val/nsp_accuracy"] = self.val_nsp_accuracy.compute()
-            self.val_nsp_accuracy.reset()
         self.log_dict(metrics, prog_bar=True)
-        self.val_loss.reset()
-        self.val_accuracy.reset()
 
     def configure_optimizers(self) -> dict:
         return configure_optimization(self, self.optimizer_factory, self.scheduler_factory)

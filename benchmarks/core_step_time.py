@@ -1,0 +1,130 @@
+"""Core model benchmark: MLM training-step time with sparse vs full prediction (bert-tiny), and
+activation memory kept for backward with vs without gradient checkpointing (bert-mini).
+
+Run from the repository root: `python -m benchmarks.core_step_time`. CPU only; prints two tables.
+Memory is counted, not sampled: the bytes of distinct non-parameter tensors autograd keeps for
+backward (plus the layer inputs that checkpointing keeps to recompute each layer), since CPU torch
+has no peak-allocation counter.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bertlab import BertConfig, BertForMaskedLM
+from bertlab.model import IGNORE_INDEX, BertLayer
+
+BATCH, LENGTH, MASK_FRACTION = 32, 128, 0.15
+WARMUP_STEPS, TIMED_STEPS = 3, 10
+BERT_TINY = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512)
+BERT_MINI = dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
+
+
+def mlm_batch(vocab_size: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random tokens, every row full length, MASK_FRACTION of positions labelled."""
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(1000, vocab_size, (BATCH, LENGTH), generator=generator)
+    labelled = torch.rand(input_ids.shape, generator=generator) < MASK_FRACTION
+    labels = torch.where(labelled, input_ids, IGNORE_INDEX)
+    input_ids = input_ids.masked_fill(labelled, 103)  # [MASK] in the BERT uncased vocabulary
+    return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels)
+
+
+def sparse_loss(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
+    return model(**batch).loss
+
+
+def full_loss(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
+    """The usual way: decode every position, let cross-entropy ignore the unlabelled ones."""
+    logits = model(batch["input_ids"], batch["attention_mask"]).logits
+    return F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
+
+
+def median_step_seconds(model: nn.Module, loss_fn, batch: dict) -> float:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    times = []
+    for step in range(WARMUP_STEPS + TIMED_STEPS):
+        start = time.perf_counter()
+        loss_fn(model, batch).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= WARMUP_STEPS:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def activation_bytes(model: nn.Module, loss_fn, batch: dict) -> int:
+    """Bytes of distinct non-parameter storages kept for backward by one forward pass: what ops
+    save, plus the BertLayer inputs (gradient checkpointing's own hooks hide what it saves inside a
+    layer and keep those inputs to recompute it, so they are counted explicitly)."""
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept: dict[int, torch.UntypedStorage] = {}  # holding the storages keeps addresses from being reused
+
+    def keep(tensor: torch.Tensor) -> None:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            kept[storage.data_ptr()] = storage
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        keep(tensor)
+        return tensor
+
+    def keep_layer_inputs(_module, args) -> None:
+        for arg in args:
+            if isinstance(arg, torch.Tensor):
+                keep(arg)
+
+    hooks = [m.register_forward_pre_hook(keep_layer_inputs) for m in model.modules() if isinstance(m, BertLayer)]
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            loss = loss_fn(model, batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+    return sum(storage.nbytes() for storage in kept.values())
+
+
+def mib(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:9.1f} MiB"
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    config = BertConfig(**BERT_TINY, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    model = BertForMaskedLM(config).train()
+    batch = mlm_batch(config.vocab_size)
+    labelled = int((batch["labels"] != IGNORE_INDEX).sum())
+    print(f"bert-tiny {BERT_TINY}, vocab {config.vocab_size}, batch {BATCH} x {LENGTH}, "
+          f"{labelled} labelled positions ({labelled / (BATCH * LENGTH):.1%}); "
+          f"{torch.get_num_threads()} torch threads; median of {TIMED_STEPS} steps after {WARMUP_STEPS}")
+    print(f"{'MLM step (fwd+bwd+AdamW)':<28}{'median':>10}{'tokens/s':>11}{'kept for backward':>20}")
+    results = {}
+    for name, loss_fn in (("full prediction", full_loss), ("sparse prediction", sparse_loss)):
+        seconds = median_step_seconds(copy.deepcopy(model), loss_fn, batch)
+        memory = activation_bytes(copy.deepcopy(model), loss_fn, batch)
+        results[name] = seconds
+        print(f"{name:<28}{seconds * 1e3:>8.0f}ms{BATCH * LENGTH / seconds:>11.0f}{mib(memory):>20}")
+    print(f"sparse speed-up: {results['full prediction'] / results['sparse prediction']:.2f}x\n")
+
+    config = BertConfig(**BERT_MINI)
+    model = BertForMaskedLM(config).train()
+    batch = mlm_batch(config.vocab_size)
+    print(f"bert-mini {BERT_MINI}, batch {BATCH} x {LENGTH}, sparse MLM: activations kept for backward")
+    without = activation_bytes(model, sparse_loss, batch)
+    model.gradient_checkpointing_enable()
+    with_checkpointing = activation_bytes(model, sparse_loss, batch)
+    print(f"{'without gradient checkpointing':<34}{mib(without)}")
+    print(f"{'with gradient checkpointing':<34}{mib(with_checkpointing)}  "
+          f"({without / with_checkpointing:.1f}x less)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Timing: systems measured in turns (to cancel drift), summaries, the matmul peak, and a Lightning
+callback that clocks training steps."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import lightning as L
+import torch
+
+# A measurement runs its own warm-up, then the timed work, and returns the timed seconds.
+Measurement = Callable[[], float]
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    """Mixed precision as Lightning's "bf16-mixed" (and transformers' bf16=True) apply it."""
+    if dtype is None or dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
+
+
+@dataclass
+class Timing:
+    seconds: list[float]  # one per repeat
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def spread(self) -> float:
+        """(slowest − fastest) / median of the repeats."""
+        return (max(self.seconds) - min(self.seconds)) / self.median
+
+
+def interleave(measurements: dict[str, Measurement], repeats: int) -> dict[str, Timing]:
+    """Runs every measurement once per repeat, in turns, reversing the order on odd repeats
+    (A B, B A, …) so that neither system always runs right after the other."""
+    seconds: dict[str, list[float]] = {name: [] for name in measurements}
+    names = list(measurements)
+    for repeat in range(repeats):
+        for name in names if repeat % 2 == 0 else reversed(names):
+            seconds[name].append(measurements[name]())
+    return {name: Timing(values) for name, values in seconds.items()}
+
+
+def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, seconds: float = 1.0) -> float:
+    """FLOP/s of the best of ~`seconds` worth of size×size matrix products on this device."""
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    torch.matmul(a, b)  # warm-up: kernel selection, allocation
+    synchronize(device)
+    best, deadline = float("inf"), time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        synchronize(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
+class StepClock(L.Callback):
+    """Timestamps the end of every training batch. `seconds(after=w)` is the time of the batches
+    after the first w, each counted from the end of the one before (so it includes loading it);
+    `first_step` is the first batch alone (where torch.compile compiles)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.first_start = 0.0
+        self.ends: list[float] = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if not self.ends:
+            synchronize(self.device)
+            self.first_start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        synchronize(self.device)
+        self.ends.append(time.perf_counter())
+
+    @property
+    def first_step(self) -> float:
+        return self.ends[0] - self.first_start
+
+    def seconds(self, after: int) -> float:
+        if not 1 <= after < len(self.ends):
+            raise ValueError(f"need 1 <= warm-up steps < steps run ({len(self.ends)}), got {after}")
+        return self.ends[-1] - self.ends[after - 1]

@@ -1,0 +1,86 @@
+"""SST-2 fine-tuning throughput: bertlab's ClassificationDataModule + ClassificationModule vs a plain
+transformers loop, the same pretrained checkpoint (all-MiniLM-L6-v2) loaded by both.
+
+transformers gets random batches padded to their longest row (DataCollatorWithPadding, the strong
+baseline) or to a fixed max_seq_length (run_glue.py's default, pad_to_max_length). Each measurement
+starts the epoch afresh from the same seed, so every repeat trains on the same batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import transformers
+from torch.utils.data import DataLoader
+
+from bertlab.bench.clock import Measurement, interleave
+from bertlab.bench.report import Result
+from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
+from bertlab.data.classification import ClassificationDataModule
+from bertlab.data.sources import load_dataset_source
+from bertlab.lit.classification import ClassificationModule
+from bertlab.model import BertForSequenceClassification
+
+
+@dataclass(frozen=True)
+class FineTuneSetup:
+    sst2_dir: Path  # train.parquet with columns sentence, label
+    model_dir: str  # a Hugging Face BERT checkpoint with its tokenizer
+    model_name: str
+    device: torch.device
+    precision: str
+    steps: int
+    warmup: int
+    batch_size: int = 32
+    max_seq_length: int = 128
+    seed: int = 0
+
+
+def bertlab_measurement(setup: FineTuneSetup) -> Measurement:
+    datamodule = ClassificationDataModule(str(setup.sst2_dir), setup.model_dir, batch_size=setup.batch_size,
+                                          max_seq_length=setup.max_seq_length, seed=setup.seed)
+    datamodule.setup("fit")
+    torch.manual_seed(setup.seed)
+    model = BertForSequenceClassification.from_pretrained(setup.model_dir, num_labels=2)
+    module = ClassificationModule(model=model, optimizer=bertlab_optimizer())
+
+    def measure() -> float:
+        clock = fit_steps(module, setup.device, setup.precision, setup.steps, setup.warmup, datamodule=datamodule)
+        return clock.seconds(after=setup.warmup)
+
+    return measure
+
+
+def transformers_measurements(setup: FineTuneSetup) -> dict[str, Measurement]:
+    """The plain loop with random batches padded to their longest row, and padded to max_seq_length."""
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(setup.model_dir)
+    train = load_dataset_source(str(setup.sst2_dir), what="SST-2")["train"]
+    train = train.map(lambda rows: tokenizer(rows["sentence"], truncation=True, max_length=setup.max_seq_length),
+                      batched=True, remove_columns=[c for c in train.column_names if c != "label"])
+    train = train.rename_column("label", "labels")
+    torch.manual_seed(setup.seed)
+    model = transformers.BertForSequenceClassification.from_pretrained(setup.model_dir, num_labels=2)
+    loop = TransformersLoop(model, setup.device, setup.precision)
+
+    def measurement(collator) -> Measurement:
+        def measure() -> float:
+            batches = iter(DataLoader(train, batch_size=setup.batch_size, shuffle=True, collate_fn=collator,
+                                      generator=torch.Generator().manual_seed(setup.seed)))
+            return loop.run(lambda: next(batches), setup.steps, setup.warmup)
+        return measure
+
+    fixed = transformers.DataCollatorWithPadding(tokenizer, padding="max_length", max_length=setup.max_seq_length)
+    return {"transformers, dynamic padding": measurement(transformers.DataCollatorWithPadding(tokenizer)),
+            f"transformers, padding to {setup.max_seq_length}": measurement(fixed)}
+
+
+def compare(setup: FineTuneSetup, repeats: int) -> list[Result]:
+    """bertlab and transformers with each padding, in turns; ratios against dynamic padding."""
+    measurements = {"bertlab": bertlab_measurement(setup), **transformers_measurements(setup)}
+    setting = (f"SST-2 train, {setup.model_name}, batch {setup.batch_size}, {setup.steps} steps per repeat after "
+               f"{setup.warmup} untimed, data loading included")
+    return [Result("fine-tuning", "sst2", setting, setup.precision, name, "examples/s", setup.batch_size * setup.steps, timing,
+                   baseline="transformers, dynamic padding", steps=setup.steps)
+            for name, timing in interleave(measurements, repeats).items()]

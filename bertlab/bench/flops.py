@@ -1,0 +1,35 @@
+"""Analytic FLOP counts (a multiply-add = 2 FLOPs) of BERT's matrix multiplications.
+
+Embeddings are lookups and elementwise work (LayerNorm, GELU, softmax) is left out, as in the usual
+model-FLOPs utilisation convention; the backward pass costs twice the forward.
+"""
+
+from __future__ import annotations
+
+from bertlab.config import BertConfig
+
+
+def encoder_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:
+    """Per layer: the Q, K, V and output projections and the two FFN matmuls,
+    2·B·L·(4H² + 2HI), plus attention scores and context, 2·2·B·L²·H."""
+    tokens = batch_size * length
+    hidden, intermediate = config.hidden_size, config.intermediate_size
+    projections = 2 * tokens * (4 * hidden**2 + 2 * hidden * intermediate)
+    attention = 2 * 2 * batch_size * length**2 * hidden
+    return config.num_hidden_layers * (projections + attention)
+
+
+def mlm_head_forward_flops(config: BertConfig, predicted: float) -> float:
+    """The head's transform (H×H) and decoder (H×V) on `predicted` positions: every position for a
+    stock model, only the masked ones for bertlab's sparse prediction."""
+    hidden = config.hidden_size
+    return 2 * predicted * hidden**2 + 2 * predicted * hidden * config.vocab_size
+
+
+def mlm_training_flops(config: BertConfig, batch_size: int, length: int, predicted: float) -> float:
+    """One MLM training step: 3 × (encoder + head) forward."""
+    return 3 * (encoder_forward_flops(config, batch_size, length) + mlm_head_forward_flops(config, predicted))
+
+
+def expected_masked_positions(batch_size: int, maskable_per_row: int, mlm_probability: float = 0.15) -> float:
+    return batch_size * maskable_per_row * mlm_probability

@@ -1,0 +1,133 @@
+"""MLM pretraining step throughput: bertlab's PretrainingModule vs transformers' BertForMaskedLM.
+
+Both train on the same batch of full-length sequences (as run_mlm.py's group_texts packs text:
+[CLS] … [SEP], no padding) of random word-piece ids of the bert-base-uncased vocabulary. Each
+masks it anew every step: bertlab inside its step (mask_tokens), transformers in
+DataCollatorForLanguageModeling, which run_mlm.py calls on the critical path of every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import partial
+
+import torch
+import transformers
+from torch.utils.data import DataLoader
+
+from bertlab.bench.clock import Measurement, interleave
+from bertlab.bench.flops import expected_masked_positions, mlm_training_flops
+from bertlab.bench.report import Result
+from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
+from bertlab.config import BertConfig
+from bertlab.lit.pretraining import PretrainingModule
+
+SIZES = {
+    "bert_tiny": {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512},
+    "bert_mini": {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
+    "bert_small": {"num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048},
+}
+HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "pad_token_id")
+
+
+# bertlab's fast paths that are switches, measured against its defaults: (config changes, module options)
+FAST_PATH_SWITCHES = {
+    "fused_qkv off": ({"fused_qkv": False}, {}),
+    "torch.compile": ({}, {"compile": True}),
+    "fused AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, fused=True)}),
+}
+
+
+@dataclass(frozen=True)
+class MlmSetup:
+    """What both systems share in one comparison."""
+    case: str
+    config: BertConfig
+    batch_size: int
+    length: int
+    tokenizer_dir: str  # a bert-base-uncased-vocabulary tokenizer: special token ids and HF's collator
+    device: torch.device
+    precision: str  # "fp32" | "bf16"
+    steps: int
+    warmup: int
+    seed: int = 0
+
+
+def mlm_config(size: str, vocab_size: int = 30522, **switches) -> BertConfig:
+    return BertConfig(vocab_size=vocab_size, **SIZES[size], **switches)
+
+
+def mlm_examples(setup: MlmSetup, special_ids: dict[str, int]) -> list[dict[str, list[int]]]:
+    """Rows as run_mlm.py's tokenize + group_texts leave them."""
+    generator = torch.Generator().manual_seed(setup.seed)
+    first_word_id = max(special_ids.values()) + 1
+    ids = torch.randint(first_word_id, setup.config.vocab_size, (setup.batch_size, setup.length),
+                        generator=generator)
+    ids[:, 0], ids[:, -1] = special_ids["cls"], special_ids["sep"]
+    special = [1] + [0] * (setup.length - 2) + [1]
+    return [{"input_ids": row, "token_type_ids": [0] * setup.length, "attention_mask": [1] * setup.length,
+             "special_tokens_mask": special} for row in ids.tolist()]
+
+
+def bertlab_batch(examples: list[dict[str, list[int]]]) -> dict[str, torch.Tensor]:
+    """The same rows as a PretrainingDataModule batch."""
+    batch = {key: torch.tensor([row[key] for row in examples]) for key in examples[0]}
+    batch["special_tokens_mask"] = batch["special_tokens_mask"].bool()
+    return batch
+
+
+def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, compile: bool = False,
+                        optimizer: partial | None = None) -> Measurement:
+    module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"],
+                               optimizer=bertlab_optimizer(optimizer), special_token_ids=list(special_ids.values()),
+                               seed=setup.seed, compile=compile)
+    batch = bertlab_batch(mlm_examples(setup, special_ids))
+    batches = [batch] * (setup.warmup + setup.steps)
+
+    def measure() -> float:
+        clock = fit_steps(module, setup.device, setup.precision, setup.steps, setup.warmup,
+                          train_dataloaders=DataLoader(batches, batch_size=None))
+        return clock.seconds(after=setup.warmup)
+
+    return measure
+
+
+def transformers_measurement(setup: MlmSetup, special_ids: dict[str, int]) -> Measurement:
+    torch.manual_seed(setup.seed)
+    config = transformers.BertConfig(**{name: getattr(setup.config, name) for name in HF_FIELDS})
+    loop = TransformersLoop(transformers.BertForMaskedLM(config), setup.device, setup.precision)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(setup.tokenizer_dir)
+    collator = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
+    examples = mlm_examples(setup, special_ids)
+    return lambda: loop.run(lambda: collator(examples), setup.steps, setup.warmup)
+
+
+def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small_vocab: int | None = None,
+            fast_paths: tuple[str, ...] = ()) -> list[Result]:
+    """transformers and bertlab, plus bertlab with a recipe-sized vocabulary and with each of
+    `fast_paths` (names in FAST_PATH_SWITCHES) switched, measured in turns."""
+    configs = {"transformers": setup.config, "bertlab": setup.config}
+    measurements = {"transformers": transformers_measurement(setup, special_ids),
+                    "bertlab": bertlab_measurement(setup, special_ids)}
+    if small_vocab is not None:
+        name, config = f"bertlab, vocab {small_vocab}", replace(setup.config, vocab_size=small_vocab)
+        configs[name] = config
+        measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids)
+    for fast_path in fast_paths:
+        config_changes, options = FAST_PATH_SWITCHES[fast_path]
+        name, config = f"bertlab, {fast_path}", replace(setup.config, **config_changes)
+        configs[name] = config
+        measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids, **options)
+    timings = interleave(measurements, repeats)
+    tokens = setup.batch_size * setup.length
+    setting = (f"batch {setup.batch_size} × {setup.length} tokens, vocab {setup.config.vocab_size} unless named, "
+               f"AdamW, clipping 1.0; transformers = stock BertForMaskedLM as run_mlm.py trains it")
+    results = []
+    for name, timing in timings.items():
+        predicted = tokens if name == "transformers" else \
+            expected_masked_positions(setup.batch_size, setup.length - 2)
+        flops = mlm_training_flops(configs[name], setup.batch_size, setup.length, predicted)
+        results.append(Result("pretraining", setup.case, setting, setup.precision, name, "tokens/s", tokens * setup.steps,
+                              timing, baseline="transformers", steps=setup.steps, flops=flops * setup.steps))
+    return results

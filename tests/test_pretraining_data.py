@@ -1,0 +1,304 @@
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import torch
+
+from bertlab.data import pretraining
+from bertlab.data.pretraining import PretrainingCollator, PretrainingDataModule, group_documents
+from bertlab.data.sources import load_dataset_source, require_columns
+from bertlab.errors import DataError
+from bertlab.tokenizer import save_tokenizer, special_token_ids
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_module(source, tmp_path, **options) -> PretrainingDataModule:
+    options = {"vocab_size": 600, "max_seq_length": 32, "batch_size": 8, "cache_dir": str(tmp_path / "cache"), **options}
+    module = PretrainingDataModule(str(source), **options)
+    module.setup("fit")
+    return module
+
+
+def document_of_tokens(tokenizer, ids, alphabets) -> set[int]:
+    """Which synthetic documents the non-special, non-punctuation tokens in `ids` come from (none
+    for a segment cut down to its final ".")."""
+    letters = {token: tokenizer.id_to_token(token).removeprefix("##") for token in set(ids)}
+    return {
+        next(index for index, alphabet in enumerate(alphabets) if letters[token][0] in alphabet)
+        for token in ids
+        if letters[token].isalpha()
+    }
+
+
+def split_segments(row) -> tuple[list[int], list[int]]:
+    ids, types = list(row["input_ids"]), list(row["token_type_ids"])
+    first_sep = types.count(0) - 1
+    return ids[1:first_sep], ids[first_sep + 1 : -1]
+
+
+# --- documents ---------------------------------------------------------------------------------
+
+
+def test_group_documents_follows_wikitext_headings_and_joins_wrapped_lines():
+    lines = [
+        " ", " = First Article = ", " ", " Intro sentence one . Intro two !", " ",
+        " = = Section = = ", " Body line .", "",
+        " = Second = ", "A hard-wrapped", "paragraph ends here. Next sentence", "continues.", "", "",
+    ]
+    assert group_documents(lines) == [
+        ["First Article", "Intro sentence one .", "Intro two !", "Section", "Body line ."],
+        ["Second", "A hard-wrapped paragraph ends here.", "Next sentence continues."],
+    ]
+
+
+def test_group_documents_cuts_books_at_paragraph_boundaries(monkeypatch):
+    monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
+    paragraph = ["Twenty characters in", "two lines here."]  # 36 characters once joined
+    assert group_documents([*paragraph, "", *paragraph, "", "Short."]) == [
+        ["Twenty characters in two lines here."],
+        ["Twenty characters in two lines here."],
+        ["Short."],
+    ]
+
+
+# --- sequences ---------------------------------------------------------------------------------
+
+
+def test_sequences_respect_length_format_and_documents(tiny_corpus, tmp_path, corpus_alphabets, caplog):
+    with caplog.at_level(logging.INFO, logger="bertlab"):
+        module = make_module(tiny_corpus, tmp_path, short_seq_prob=0.2)
+    assert "train split" in caplog.text and "6 documents" in caplog.text and "tokens" in caplog.text
+    ids = special_token_ids(module.tokenizer)
+    for split in ("train", "validation"):
+        dataset = module.datasets[split]
+        assert len(dataset) > 20
+        with_b = identified = 0
+        for row in dataset:
+            input_ids, types = list(row["input_ids"]), list(row["token_type_ids"])
+            assert len(input_ids) <= 32
+            assert input_ids[0] == ids["cls"] and input_ids[-1] == ids["sep"]
+            assert types == sorted(types), "segment ids must be 0s then 1s"
+            tokens_a, tokens_b = split_segments(row)
+            assert input_ids[len(tokens_a) + 1] == ids["sep"] and tokens_a
+            assert ids["cls"] not in tokens_a + tokens_b and ids["sep"] not in tokens_a + tokens_b
+            documents = document_of_tokens(module.tokenizer, tokens_a + tokens_b, corpus_alphabets)
+            assert len(documents) <= 1, "a sequence mixes documents"
+            identified += len(documents)
+            with_b += bool(tokens_b)
+        assert with_b > len(dataset) / 2 and identified > 0.9 * len(dataset)
+    lengths = [len(row) for row in module.datasets["train"]["input_ids"]]
+    assert max(lengths) >= 28 and min(lengths) < 16, "short_seq_prob should make some sequences short"
+    # Without NSP, sequences hold the corpus's tokens in order, none lost.
+    sentences = [sentence for document in group_documents((tiny_corpus / "train.txt").read_text().split("\n"))
+                 for sentence in document]
+    corpus_ids = [token for encoding in module.tokenizer.encode_batch(sentences, add_special_tokens=False)
+                  for token in encoding.ids]
+    packed_ids = [token for row in module.datasets["train"] for token in sum(split_segments(row), [])]
+    assert packed_ids == corpus_ids
+
+
+def test_next_sentence_pairs_are_balanced_and_from_the_right_documents(tiny_corpus, tmp_path, corpus_alphabets):
+    module = make_module(tiny_corpus, tmp_path, nsp=True, max_seq_length=24)
+    dataset = module.datasets["train"]
+    labels = np.asarray(dataset["next_sentence_label"])
+    assert len(labels) > 300
+    assert labels.mean() == pytest.approx(0.5, abs=0.07)
+    identified = 0
+    for row in dataset:
+        tokens_a, tokens_b = split_segments(row)
+        assert tokens_b
+        documents_a = document_of_tokens(module.tokenizer, tokens_a, corpus_alphabets)
+        documents_b = document_of_tokens(module.tokenizer, tokens_b, corpus_alphabets)
+        assert len(documents_a) <= 1 and len(documents_b) <= 1
+        if documents_a and documents_b:
+            identified += 1
+            assert (documents_a == documents_b) == (row["next_sentence_label"] == 0)
+    assert identified > 0.9 * len(dataset)
+
+
+def test_same_seed_same_sequences_and_other_seed_differs(tiny_corpus, tmp_path):
+    first = make_module(tiny_corpus, tmp_path / "a", nsp=True, seed=7)
+    # WordPiece training is not deterministic (huggingface/tokenizers#1794): reuse its result.
+    save_tokenizer(first.tokenizer, tmp_path / "tokenizer")
+    again = make_module(tiny_corpus, tmp_path / "b", nsp=True, seed=7, tokenizer_path=str(tmp_path / "tokenizer"))
+    other = make_module(tiny_corpus, tmp_path / "c", nsp=True, seed=8, tokenizer_path=str(tmp_path / "tokenizer"))
+
+    def contents(module):
+        rows = module.datasets["train"].with_format(None)[:]
+        return rows["input_ids"], rows["token_type_ids"], rows["next_sentence_label"]
+
+    assert contents(first) == contents(again)
+    assert contents(first) != contents(other)
+
+
+def test_second_setup_reuses_the_cache(tiny_corpus, tmp_path):
+    first = make_module(tiny_corpus, tmp_path)
+    cached = sorted(path.name for path in (tmp_path / "cache").rglob("*"))
+    second = make_module(tiny_corpus, tmp_path)
+    assert sorted(path.name for path in (tmp_path / "cache").rglob("*")) == cached
+    assert second.datasets["train"].cache_files == first.datasets["train"].cache_files
+    first.setup("fit")  # idempotent
+    assert first.datasets["train"].cache_files == second.datasets["train"].cache_files
+
+
+# --- batches -----------------------------------------------------------------------------------
+
+
+def test_batches_are_padded_with_masks_and_word_ids(tiny_corpus, tmp_path):
+    module = make_module(tiny_corpus, tmp_path, whole_word_masking=True, nsp=True, short_seq_prob=0.5, batch_size=16)
+    tokenizer = module.tokenizer
+    ids = special_token_ids(tokenizer)
+    batch = next(iter(module.train_dataloader()))
+    assert set(batch) == {
+        "input_ids", "attention_mask", "token_type_ids", "special_tokens_mask", "word_ids", "next_sentence_label"
+    }
+    lengths = batch["attention_mask"].sum(dim=1)
+    assert batch["input_ids"].shape == (16, lengths.max()) and lengths.min() < lengths.max()
+    assert batch["special_tokens_mask"].dtype == torch.bool and batch["next_sentence_label"].shape == (16,)
+    for row in range(16):
+        length = int(lengths[row])
+        input_ids = batch["input_ids"][row].tolist()
+        assert input_ids[length:] == [ids["pad"]] * (len(input_ids) - length)
+        special_positions = batch["special_tokens_mask"][row].nonzero().flatten().tolist()
+        sep_positions = [position for position in range(length) if input_ids[position] == ids["sep"]]
+        assert special_positions == [0, *sep_positions, *range(length, len(input_ids))]
+        word_ids = batch["word_ids"][row].tolist()
+        assert all(word_ids[position] == -1 for position in special_positions)
+        for position in range(1, length):
+            continues = tokenizer.id_to_token(input_ids[position]).startswith("##")
+            if word_ids[position] != -1 and word_ids[position - 1] != -1:
+                assert (word_ids[position] == word_ids[position - 1]) == continues
+
+
+def test_collator_finds_specials_by_position_not_by_id():
+    collate = PretrainingCollator(pad_token_id=0)
+    rows = [
+        {"input_ids": np.array([2, 9, 3, 8, 3]), "token_type_ids": np.array([0, 0, 0, 1, 1])},
+        {"input_ids": np.array([2, 3, 3]), "token_type_ids": np.array([0, 0, 0])},  # literal [SEP] text token
+    ]
+    batch = collate(rows)
+    assert batch["input_ids"].tolist() == [[2, 9, 3, 8, 3], [2, 3, 3, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
+    assert batch["special_tokens_mask"].tolist() == [[True, False, True, False, True], [True, False, True, True, True]]
+
+
+def test_training_order_is_seeded_and_validation_order_fixed(tiny_corpus, tmp_path):
+    module = make_module(tiny_corpus, tmp_path, seed=3)
+
+    def first_batch(loader):
+        return next(iter(loader))["input_ids"]
+
+    def in_order(split):
+        return module.collator([module.datasets[split][index] for index in range(8)])["input_ids"]
+
+    assert torch.equal(first_batch(module.train_dataloader()), first_batch(module.train_dataloader()))
+    assert not torch.equal(first_batch(module.train_dataloader()), in_order("train"))
+    assert torch.equal(first_batch(module.val_dataloader()), in_order("validation"))
+
+
+def test_without_validation_split_documents_are_held_out(tmp_path, tiny_corpus):
+    module = make_module(tiny_corpus / "train.txt", tmp_path)
+    assert set(module.datasets) == {"train", "validation"}
+    assert len(module.datasets["validation"]) > 0 and len(module.datasets["train"]) > len(module.datasets["validation"])
+
+
+def test_existing_tokenizer_and_line_limit(tiny_corpus, tmp_path):
+    trained = make_module(tiny_corpus, tmp_path / "first")
+    tokenizer_dir = tmp_path / "tokenizer"
+    save_tokenizer(trained.tokenizer, tokenizer_dir)
+    limited = make_module(tiny_corpus, tmp_path / "second", tokenizer_path=str(tokenizer_dir), max_train_lines=40)
+    assert limited.tokenizer.get_vocab() == trained.tokenizer.get_vocab()
+    assert 0 < len(limited.datasets["train"]) < len(trained.datasets["train"]) / 2
+
+
+# --- sources and bad inputs --------------------------------------------------------------------
+
+
+def test_text_source_keeps_empty_lines_and_skips_undecodable_ones(tmp_path, caplog):
+    corpus = tmp_path / "train.txt"
+    corpus.write_bytes(b"first line\n\nbad \xff\xfe bytes\nlast line\r\n")
+    with caplog.at_level(logging.WARNING, logger="bertlab"):
+        splits = load_dataset_source(str(corpus))
+    assert splits["train"]["text"] == ["first line", "", "last line"]
+    assert "skipped 1 line(s)" in caplog.text and str(corpus) in caplog.text
+
+
+def test_folder_of_split_files_in_several_formats(tmp_path):
+    datasets.Dataset.from_dict({"sentence": ["a", "b"], "label": [0, 1]}).to_parquet(tmp_path / "train.parquet")
+    (tmp_path / "dev.jsonl").write_text('{"sentence": "c", "label": 1}\n', encoding="utf-8")
+    splits = load_dataset_source(str(tmp_path), cache_dir=tmp_path / "cache")
+    assert set(splits) == {"train", "validation"}
+    assert splits["train"]["sentence"] == ["a", "b"] and splits["validation"]["label"] == [1]
+    saved = tmp_path / "saved"
+    splits.save_to_disk(str(saved))
+    assert load_dataset_source(str(saved))["validation"]["sentence"] == ["c"]
+
+
+def test_bad_sources_raise_clear_data_errors(tmp_path):
+    with pytest.raises(DataError, match="does not exist.*BERTLAB_DATA_DIR.*internet"):
+        load_dataset_source(str(tmp_path / "missing" / "train.txt"))
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(DataError, match="empty.txt has no readable lines"):
+        load_dataset_source(str(empty))
+    (tmp_path / "notes.md").write_text("nothing to load", encoding="utf-8")
+    with pytest.raises(DataError, match=r"no split files.*notes.md"):
+        load_dataset_source(str(tmp_path))
+    dataset = datasets.Dataset.from_dict({"sentence": ["a"]})
+    with pytest.raises(DataError, match=r"no column\(s\) \['text'\]; available columns: \['sentence'\]"):
+        require_columns(dataset, ["text"], "corpus.parquet")
+
+
+def test_corpus_without_text_or_column_is_rejected(tmp_path):
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n\n", encoding="utf-8")
+    with pytest.raises(DataError, match="no text in column 'text'"):
+        make_module(blank, tmp_path)
+    with pytest.raises(DataError, match="no column"):
+        make_module(blank, tmp_path, text_column="body")
+
+
+def test_unreachable_hub_id_fails_fast_with_one_data_error(tmp_path):
+    script = textwrap.dedent(
+        """
+        from bertlab.data.sources import load_dataset_source
+        from bertlab.errors import DataError
+        try:
+            load_dataset_source("bertlab-test/no-such-dataset")
+        except DataError as error:
+            print("DataError:", error)
+        """
+    )
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.startswith("DataError:"), result.stderr
+    assert "bertlab-test/no-such-dataset" in result.stdout and "BERTLAB_DATA_DIR" in result.stdout
+
+
+# --- real data ---------------------------------------------------------------------------------
+
+
+def test_real_corpus_slice(shared_data_dir, tmp_path):
+    module = make_module(
+        shared_data_dir / "corpus", tmp_path, vocab_size=2000, max_seq_length=64, max_train_lines=1500,
+        max_eval_lines=300, nsp=True, whole_word_masking=True,
+    )
+    assert module.tokenizer.get_vocab_size() == 2000
+    batch = next(iter(module.train_dataloader()))
+    assert batch["input_ids"].shape[1] <= 64
+    assert (batch["word_ids"] >= 0).sum() > 0
+    lengths = [len(row) for row in module.datasets["train"]["input_ids"]]
+    assert np.mean(lengths) > 48, "sequences should be mostly full"
+    labels = np.asarray(module.datasets["train"]["next_sentence_label"])
+    assert 0.4 < labels.mean() < 0.6

@@ -1,0 +1,138 @@
+"""Seeded runs repeat bit for bit; a run killed with SIGKILL and resumed ends with the weights and
+metrics.csv of a run never interrupted; checkpoints are written atomically and pruned."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertlab.run import AtomicCheckpointIO
+from bertlab_runs import pretraining, run_in_process, sha256, start_child
+
+# ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.
+# Without metrics.png/json (slow to draw): resuming must not depend on them.
+SCHEDULE = ["+data.max_train_lines=40", "trainer.max_steps=22", "trainer.val_check_interval=4",
+            "callbacks.artifacts=null"]
+KILL_AFTER = "step=8.ckpt"
+THROUGHPUT = re.compile(r"per_sec|^train/(time|batches|samples|lengths)$")
+
+
+def kill_when_checkpointed(child: subprocess.Popen, checkpoints: Path, timeout: float = 240) -> None:
+    """SIGKILL `child` as soon as KILL_AFTER exists: mid-run, at whatever it is doing then."""
+    deadline = time.monotonic() + timeout
+    while not (checkpoints / KILL_AFTER).exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            return
+        time.sleep(0.005)
+    os.kill(child.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Run folders: "first" and "again" (seed 0), "other_seed" (seed 1), "killed" (seed 0, SIGKILLed
+    after its step-8 checkpoint, then resumed in place with resume=auto) and "forked" (resumed from
+    the killed run's checkpoint file into a new folder with resume=<path>)."""
+    root = tmp_path_factory.mktemp("reliability")
+    cache = root / "cache"
+
+    def args(name: str, *overrides: str) -> list[str]:
+        return pretraining(tiny_data_dir, cache, root / name, *SCHEDULE, *overrides)
+
+    outcome = run_in_process(args("first", "seed=0"))  # also fills the cache the others share
+    assert outcome.code == 0, outcome.err
+    child = start_child(args("killed", "seed=0"), root / "killed.log")
+    killer = threading.Thread(target=kill_when_checkpointed, args=(child, root / "killed" / "checkpoints"))
+    killer.start()
+    for name, seed in (("again", 0), ("other_seed", 1)):
+        outcome = run_in_process(args(name, f"seed={seed}"))
+        assert outcome.code == 0, outcome.err
+    killer.join()
+    child.wait(timeout=240)
+    assert child.returncode == -signal.SIGKILL, (root / "killed.log").read_text()
+    assert not (root / "killed" / "checkpoint").exists()  # it never finished
+
+    killed_checkpoint = root / "killed" / "checkpoints" / "last.ckpt"
+    outcome = run_in_process(args("forked", "seed=0", f"resume={killed_checkpoint}"))
+    assert outcome.code == 0, outcome.err
+    outcome = run_in_process(args("killed", "seed=0", "resume=auto"))
+    assert outcome.code == 0, outcome.err
+    return {name: root / name for name in ("first", "again", "other_seed", "killed", "forked")}
+
+
+def weights(run_dir: Path) -> str:
+    return sha256(run_dir / "checkpoint" / "model.safetensors")
+
+
+def metrics(run_dir: Path) -> list[dict[str, str]]:
+    """metrics.csv row by row, without the columns of the throughput monitor: wall-clock speeds
+    and counts of this process's batches, which no rerun or resume can repeat."""
+    with (run_dir / "metrics.csv").open(newline="") as handle:
+        rows = [{key: value for key, value in row.items() if value and not THROUGHPUT.search(key)}
+                for row in csv.DictReader(handle)]
+    assert {"train/loss", "val/loss", "lr-AdamW/decay"} <= {key for row in rows for key in row}
+    return rows
+
+
+@pytest.mark.slow
+def test_same_seed_gives_identical_weights_and_metrics(runs):
+    assert weights(runs["first"]) == weights(runs["again"])
+    assert metrics(runs["first"]) == metrics(runs["again"])
+    assert "deterministic: true" in (runs["first"] / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_other_seed_gives_other_weights_and_metrics(runs):
+    assert weights(runs["first"]) != weights(runs["other_seed"])
+    assert metrics(runs["first"]) != metrics(runs["other_seed"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["killed", "forked"])
+def test_resumed_run_ends_bitwise_identical_to_an_uninterrupted_one(runs, name):
+    assert weights(runs[name]) == weights(runs["first"])
+    assert metrics(runs[name]) == metrics(runs["first"])
+    uninterrupted = torch.load(runs["first"] / "checkpoints" / "last.ckpt", weights_only=True)
+    resumed = torch.load(runs[name] / "checkpoints" / "last.ckpt", weights_only=True)
+    assert resumed["global_step"] == uninterrupted["global_step"] == 22
+    for key, value in uninterrupted["state_dict"].items():
+        assert torch.equal(resumed["state_dict"][key], value), key
+    for state, expected in zip(resumed["optimizer_states"][0]["state"].values(),
+                               uninterrupted["optimizer_states"][0]["state"].values()):
+        assert all(torch.equal(state[key], expected[key]) for key in expected)
+    assert resumed["lr_schedulers"] == uninterrupted["lr_schedulers"]
+
+
+@pytest.mark.slow
+def test_checkpoints_every_validation_and_at_the_end_newest_two_kept(runs):
+    checkpoints = runs["first"] / "checkpoints"
+    assert sorted(path.name for path in checkpoints.iterdir()) == ["last.ckpt", "step=16.ckpt", "step=20.ckpt"]
+    # 22 is no multiple of the interval: last.ckpt was written when training ended.
+    assert torch.load(checkpoints / "last.ckpt", weights_only=True)["global_step"] == 22
+
+
+def test_interrupted_checkpoint_save_leaves_the_previous_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoints" / "last.ckpt"
+    io = AtomicCheckpointIO()
+    io.save_checkpoint({"global_step": 1, "weights": torch.ones(1000)}, path)
+    good = path.read_bytes()
+
+    def killed_while_writing(obj, file, *args, **kwargs):
+        Path(file).write_bytes(good[: len(good) // 3])
+        raise KeyboardInterrupt  # what a signal does mid-write
+
+    monkeypatch.setattr(torch, "save", killed_while_writing)
+    with pytest.raises(KeyboardInterrupt):
+        io.save_checkpoint({"global_step": 2, "weights": torch.zeros(1000)}, path)
+    assert path.read_bytes() == good
+    assert os.listdir(path.parent) == ["last.ckpt"]
+    monkeypatch.undo()
+    assert torch.load(path, weights_only=True)["global_step"] == 1
