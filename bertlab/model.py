@@ -20,6 +20,7 @@ from torch.utils.checkpoint import checkpoint
 from bertlab.checkpoint import PretrainedMixin
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
+from bertlab.losses import cross_entropy_sum
 
 IGNORE_INDEX = -100
 
@@ -345,7 +346,7 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels):
     targets = labels[selected]
     logits = head(sequence_output[selected])
     # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
-    loss = F.cross_entropy(logits.float(), targets, reduction="sum") / max(targets.numel(), 1)
+    loss = cross_entropy_sum(logits, targets) / max(targets.numel(), 1)
     return logits, loss
 
 

@@ -15,6 +15,7 @@ import csv
 import logging
 import os
 import random
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,8 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[L.Callback] = (), resum
     trainer = instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers)
     if resume_from is not None:
         restore_metrics(trainer, Path(resume_from))
+        # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
+        warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
     return trainer
 
 
@@ -126,7 +129,8 @@ class SeedEveryStep(L.Callback):
     def __init__(self, seed: int):
         self.seed = seed
 
-    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
         state = np.random.SeedSequence([self.seed, trainer.global_rank, trainer.global_step, batch_idx])
         seed = int(state.generate_state(1, dtype=np.uint32)[0])
         random.seed(seed)
@@ -135,17 +139,16 @@ class SeedEveryStep(L.Callback):
 
 
 def resume_path(resume: str | None, run_dir: Path) -> str | None:
-    """`resume`: null → fresh start; `auto` → this run folder's last checkpoint if there is one;
+    """`resume`: null → fresh start; `auto` → this run folder's newest checkpoint if there is one;
     a run folder or a `.ckpt` file → that checkpoint (an error if it does not exist). The
     checkpoint is checked readable here, before any work starts."""
     if resume in (None, "", False):
         return None
     if resume == "auto":
-        last = run_dir / LAST_CHECKPOINT
-        if not last.is_file():
+        path = newest_checkpoint(run_dir / Path(LAST_CHECKPOINT).parent)
+        if path is None:
             log.info("resume=auto: no checkpoint in %s yet, starting fresh", run_dir)
             return None
-        path = last
     else:
         path = Path(resume)
         if path.is_dir():
@@ -156,6 +159,13 @@ def resume_path(resume: str | None, run_dir: Path) -> str | None:
     step = checkpoint_step(path)
     log.info("Resuming from %s (step %d)", path, step)
     return str(path)
+
+
+def newest_checkpoint(directory: Path) -> Path | None:
+    """The checkpoint of the highest step in `directory`, last.ckpt on a tie. A run killed between
+    writing step=N.ckpt and last.ckpt has its newest state in step=N.ckpt."""
+    candidates = sorted(directory.glob("*.ckpt"), key=lambda path: path.name != Path(LAST_CHECKPOINT).name)
+    return max(candidates, key=checkpoint_step, default=None)
 
 
 def checkpoint_step(path: Path) -> int:

@@ -108,3 +108,31 @@ def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys
     markdown = (output / "results.md").read_text()
     assert "## MLM pretraining step" in markdown and "| bert_tiny | fp32 | bertlab |" in markdown
     assert markdown in capsys.readouterr().out
+
+
+def test_bf16_autocast_keeps_the_mlm_loss_and_gradients_close_to_fp32():
+    # The benchmark's "bf16" rows train under torch.autocast (Lightning's bf16-mixed): a fast path
+    # on CPUs with AMX / AVX512-BF16, which must still train the same model.
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        initializer_range=0.2)  # far from uniform predictions, so precision shows in the loss
+    model = BertForMaskedLM(config).train()
+    input_ids = torch.randint(5, 300, (4, 24))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 18:] = 0
+    labels = torch.where(torch.rand(input_ids.shape) < 0.3, input_ids, IGNORE_INDEX)
+
+    def loss_and_gradient(dtype):
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            output = model(input_ids, attention_mask, labels=labels)
+        output.loss.backward()
+        assert output.logits.dtype == dtype
+        return output.loss.detach(), torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    loss32, grad32 = loss_and_gradient(torch.float32)
+    loss16, grad16 = loss_and_gradient(torch.bfloat16)
+    assert loss16.dtype == torch.float32  # the loss itself is computed in fp32
+    assert loss16 == pytest.approx(loss32.item(), rel=1e-2)
+    assert torch.nn.functional.cosine_similarity(grad16, grad32, dim=0) > 0.99

