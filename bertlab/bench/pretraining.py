@@ -128,6 +128,7 @@ def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small
         predicted = tokens if name == "transformers" else \
             expected_masked_positions(setup.batch_size, setup.length - 2)
         flops = mlm_training_flops(configs[name], setup.batch_size, setup.length, predicted)
-        results.append(Result("pretraining", setup.case, setting, setup.precision, name, "tokens/s", tokens * setup.steps,
-                              timing, baseline="transformers", steps=setup.steps, flops=flops * setup.steps))
+        results.append(Result("pretraining", setup.case, setting, setup.precision, name, "tokens/s",
+                              tokens * setup.steps, timing, baseline="transformers", steps=setup.steps,
+                              flops=flops * setup.steps))
     return results

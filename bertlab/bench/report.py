@@ -89,7 +89,8 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
     fine_tuning = [r for r in results if r.section == "fine-tuning"]
     if fine_tuning:
         parts += [f"## Fine-tuning ({fine_tuning[0].setting})",
-                  _table(["precision", "system", "steps/s", "examples/s", "spread", "× transformers (dynamic padding)"],
+                  _table(["precision", "system", "steps/s", "examples/s", "spread",
+                          "× transformers (dynamic padding)"],
                          [[r.precision, r.system, f"{r.steps_per_second:.2f}", f"{r.throughput:,.1f}",
                            _spread(r.timing), _ratio(r.ratio)] for r in fine_tuning])]
     inference = [r for r in results if r.section == "inference"]

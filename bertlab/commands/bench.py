@@ -26,8 +26,8 @@ from bertlab.errors import BertlabError
 
 SECTIONS = ("pretraining", "fine-tuning", "inference")
 # (sizes, repeats, MLM steps, fine-tuning steps, inference sentences); "all" sentences = the split
-PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 10, None),
-            "quick": (("bert_tiny",), 2, 1, 3, 256)}
+PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 20, None),
+            "quick": (("bert_tiny",), 2, 1, 4, 256)}
 SMALL_VOCAB = 8192  # the recipes' trained WordPiece vocabulary
 
 
