@@ -70,26 +70,15 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, seconds: fl
 
 class StepClock(L.Callback):
     """Timestamps the end of every training batch. `seconds(after=w)` is the time of the batches
-    after the first w, each counted from the end of the one before (so it includes loading it);
-    `first_step` is the first batch alone (where torch.compile compiles)."""
+    after the first w, each counted from the end of the one before (so it includes loading it)."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
-        self.first_start = 0.0
         self.ends: list[float] = []
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if not self.ends:
-            synchronize(self.device)
-            self.first_start = time.perf_counter()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         synchronize(self.device)
         self.ends.append(time.perf_counter())
-
-    @property
-    def first_step(self) -> float:
-        return self.ends[0] - self.first_start
 
     def seconds(self, after: int) -> float:
         if not 1 <= after < len(self.ends):

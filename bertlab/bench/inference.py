@@ -1,5 +1,5 @@
 """Inference throughput: bertlab's `predict` vs a transformers text-classification pipeline, on the
-same sentences with the same classifier-shaped checkpoint."""
+same sentences with the same classifier-shaped checkpoint and the same batch size."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from bertlab.data.sources import load_dataset_source
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer
 
-PIPELINE_BATCH_SIZE = 64
+BATCH_SIZE = 64
 WARMUP_TEXTS = 256
 
 
@@ -43,7 +43,8 @@ def bertlab_measurement(model_dir: str, texts: list[str], device: torch.device, 
     torch.manual_seed(seed)
     model = BertForSequenceClassification.from_pretrained(model_dir, num_labels=2).to(device)
     tokenizer = load_tokenizer(model_dir)
-    return _measurement(lambda batch: predict(model, tokenizer, batch), texts, device, precision)
+    return _measurement(lambda batch: predict(model, tokenizer, batch, batch_size=BATCH_SIZE), texts, device,
+                        precision)
 
 
 def transformers_measurement(model_dir: str, texts: list[str], device: torch.device, precision: str,
@@ -52,7 +53,7 @@ def transformers_measurement(model_dir: str, texts: list[str], device: torch.dev
     model = transformers.BertForSequenceClassification.from_pretrained(model_dir, num_labels=2)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(model_dir)
     classify = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer, device=device,
-                                     batch_size=PIPELINE_BATCH_SIZE)
+                                     batch_size=BATCH_SIZE)
     return _measurement(lambda batch: classify(batch, truncation=True, max_length=128), texts, device, precision)
 
 
@@ -63,8 +64,8 @@ def validation_sentences(sst2_dir: Path, limit: int | None) -> list[str]:
 
 def compare(model_dir: str, model_name: str, texts: list[str], device: torch.device, precisions: list[str],
             repeats: int) -> list[Result]:
-    pipeline_name = f"transformers pipeline (batch {PIPELINE_BATCH_SIZE})"
-    setting = f"SST-2 validation, {len(texts)} sentences, {model_name} with a 2-class head"
+    pipeline_name = "transformers pipeline"
+    setting = f"SST-2 validation, {len(texts)} sentences, {model_name} with a 2-class head, batch {BATCH_SIZE}"
     results = []
     for precision in precisions:
         measurements = {"bertlab predict": bertlab_measurement(model_dir, texts, device, precision),

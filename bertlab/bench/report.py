@@ -25,7 +25,7 @@ class Result:
     baseline: str
     steps: int = 1
     flops: float | None = None  # model FLOPs per repeat
-    ratio: float = field(init=False, default=1.0)
+    ratio: float | None = field(init=False, default=None)
     ratio_fp32_baseline: float | None = field(init=False, default=None)
     mfu: float | None = field(init=False, default=None)
 
@@ -85,7 +85,11 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
                           "× transformers fp32", "GFLOP/step", "% of matmul peak"],
                          [[r.case, r.precision, r.system, f"{r.throughput:,.0f}", _spread(r.timing), _ratio(r.ratio),
                            _ratio(r.ratio_fp32_baseline), f"{r.flops / r.steps / 1e9:,.3g}",
-                           "" if r.mfu is None else f"{100 * r.mfu:.0f}%"] for r in pretraining])]
+                           "" if r.mfu is None else f"{100 * r.mfu:.0f}%"] for r in pretraining]),
+                  "The headline is × transformers (same precision): both systems fp32, or both under the same "
+                  "bf16 autocast. × transformers fp32 compares with what run_mlm.py runs by default. "
+                  "% of matmul peak: model FLOPs (sparse MLM head for bertlab) per second over the measured "
+                  "peak of the row's precision."]
     fine_tuning = [r for r in results if r.section == "fine-tuning"]
     if fine_tuning:
         parts += [f"## Fine-tuning ({fine_tuning[0].setting})",

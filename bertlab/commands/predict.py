@@ -35,7 +35,7 @@ def read_inputs(texts: list[str], file: str | None, column: str) -> list[str]:
 
 
 @torch.inference_mode()
-def predict(model: BertForSequenceClassification, tokenizer, texts: list[str], *, batch_size: int = 256,
+def predict(model: BertForSequenceClassification, tokenizer, texts: list[str], *, batch_size: int = 64,
             max_seq_length: int = 128) -> np.ndarray:
     """Class probabilities [N, num_labels] (or regression values [N, 1]) in input order. Inputs are
     batched by length so that little compute goes to padding."""
@@ -88,7 +88,7 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("--file", help="a .txt file (one input per line) or a .csv/.jsonl/.json/.parquet file")
     parser.add_argument("--column", default="sentence", help="the text column of --file (default: sentence)")
     parser.add_argument("--output", help="write .jsonl or .csv here instead of JSON lines on stdout")
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-seq-length", type=int, default=128)
     args = parser.parse_args(argv)
     texts = read_inputs(args.texts, args.file, args.column)
