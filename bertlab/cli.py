@@ -11,7 +11,6 @@ import importlib
 import importlib.resources
 import os
 import sys
-from pathlib import Path
 
 from bertlab.errors import BertlabError
 

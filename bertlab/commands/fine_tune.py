@@ -6,7 +6,6 @@ The best checkpoint (on `task.monitor`) is exported to <run>/checkpoint in Huggi
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
