@@ -209,13 +209,19 @@ def read_metrics(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     return series
 
 
-def summary(run_dir: Path, minutes: float) -> str:
-    """A few lines for the terminal: first → last value of each validation metric, wall time."""
+def summary(run_dir: Path, minutes: float, monitor: str | None = None, mode: str = "max") -> str:
+    """A few lines for the terminal: first → last value of each validation metric, wall time, and
+    the best value of `monitor` (the checkpoint a fine-tuning run exports)."""
     lines = [f"Run folder: {run_dir}", f"Wall time: {minutes:.1f} min"]
-    for key, values in sorted(read_metrics(run_dir).items()):
+    metrics = read_metrics(run_dir)
+    for key, values in sorted(metrics.items()):
         if key.startswith("val/") or key.endswith("tokens_per_sec"):
             (first_step, first), (last_step, last) = values[0], values[-1]
             lines.append(f"{key}: {first:.4g} (step {first_step}) → {last:.4g} (step {last_step})")
+    if metrics.get(monitor):
+        pick = max if mode == "max" else min
+        step, value = pick(metrics[monitor], key=lambda point: point[1])
+        lines.append(f"best {monitor}: {value:.4g} (step {step}), the exported checkpoint")
     return "\n".join(lines)
 
 

@@ -76,7 +76,7 @@ def fine_tune(cfg: DictConfig) -> None:
     if trainer.is_global_zero:
         if HydraConfig.get().mode == RunMode.RUN:
             run.point_latest(run_dir)
-        print(run.summary(run_dir, (time.perf_counter() - started) / 60))
+        print(run.summary(run_dir, (time.perf_counter() - started) / 60, cfg.monitor, cfg.monitor_mode))
 
 
 def main(argv: list[str], prog: str) -> None:
