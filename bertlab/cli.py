@@ -12,6 +12,7 @@ import importlib.resources
 import os
 import sys
 
+from bertlab.allocator import keep_freed_memory
 from bertlab.errors import BertlabError
 
 # command → (module in bertlab.commands, one-line help)
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     if command not in COMMANDS:
         fail(f"unknown command {command!r}; expected one of: {', '.join(COMMANDS)} "
              f"(python -m bertlab --help)")
+    keep_freed_memory()
     module = importlib.import_module(f"bertlab.commands.{COMMANDS[command][0]}")
     try:
         module.main(arguments, prog=f"bertlab {command}")

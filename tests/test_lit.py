@@ -127,6 +127,19 @@ def test_build_optimizer_reads_lr_and_weight_decay_from_the_partial():
         build_optimizer(functools.partial(torch.optim.AdamW, weight_decay=0.1), model)
 
 
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_gradients_are_clipped_before_the_fused_adamw_step(tmp_path, precision):
+    # Adam's update is ~lr whatever the gradient's scale, unless clipping shrinks the gradient far
+    # below eps: then the weights barely move.
+    module = ClassificationModule(config=tiny_config(), optimizer=adamw(weight_decay=0.0))
+    before = _weights(module)
+    trainer(tmp_path, max_steps=2, precision=precision, gradient_clip_val=1e-12, limit_val_batches=0
+            ).fit(module, loader([classification_batch()] * 2))
+    assert module.trainer.optimizers[0].defaults["fused"] is True
+    moved = max((after - before[name]).abs().max().item() for name, after in _weights(module).items())
+    assert 0 < moved < 1e-5
+
+
 def _lr_curve(schedule: str, total: int = 20, **kwargs) -> list[float]:
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     scheduler = warmup_schedule(optimizer, total_steps=total, schedule=schedule, **kwargs)
@@ -190,6 +203,26 @@ def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
     assert "train/loss" in summary["final"] and "val/perplexity" in summary["best"]
     png = (log_dir / "metrics.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_unigram_output_bias_starts_the_loss_at_the_unigram_entropy():
+    batch = pretraining_batch()
+    counts = torch.bincount(batch["input_ids"].flatten(), minlength=VOCAB).numpy()
+    module = pretraining_module(special_token_ids=[2, 3])
+    module.init_output_bias(counts)
+    bias = module.model.cls.predictions.bias.detach().double()
+    smoothed = torch.as_tensor(counts, dtype=torch.float64) + 1
+    smoothed[[2, 3]] = 1  # [CLS] and [SEP] are never predicted
+    assert torch.allclose(bias.exp().sum(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.allclose(bias, (smoothed / smoothed.sum()).log(), atol=1e-6)
+    # The first loss is about the targets' entropy under those frequencies, not log(vocab size).
+    module.eval()
+    output, labels = module._masked_forward(batch, masking_generator(0, 0))
+    unigram = -bias[labels[labels != -100]].mean().item()
+    assert output.loss.item() == pytest.approx(unigram, abs=0.2)
+    assert abs(output.loss.item() - math.log(VOCAB)) > 1.0
+    with pytest.raises(DataError, match="token counts"):
+        module.init_output_bias(counts[:-1])
 
 
 def test_pretraining_with_next_sentence_prediction_logs_its_losses_and_accuracy(tmp_path):

@@ -150,6 +150,15 @@ def test_second_setup_reuses_the_cache(tiny_corpus, tmp_path):
     assert first.datasets["train"].cache_files == second.datasets["train"].cache_files
 
 
+def test_token_counts_count_every_training_token(tiny_corpus, tmp_path):
+    module = make_module(tiny_corpus, tmp_path)
+    counts = module.token_counts()
+    sequences = module.datasets["train"]["input_ids"]
+    assert counts.shape == (module.tokenizer.get_vocab_size(),)
+    assert counts.sum() == sum(len(row) for row in sequences)
+    assert counts[special_token_ids(module.tokenizer)["cls"]] == len(sequences)
+
+
 # --- batches -----------------------------------------------------------------------------------
 
 

@@ -35,7 +35,7 @@ HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_he
 FAST_PATH_SWITCHES = {
     "fused_qkv off": ({"fused_qkv": False}, {}),
     "torch.compile": ({}, {"compile": True}),
-    "fused AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, fused=True)}),
+    "foreach AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, foreach=True)}),
 }
 
 

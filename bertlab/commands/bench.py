@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from bertlab.allocator import keep_freed_memory
 from bertlab.errors import BertlabError
 
 SECTIONS = ("pretraining", "fine-tuning", "inference")
@@ -46,11 +47,12 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="timed repeats per system (median and spread over them)")
     parser.add_argument("--steps", type=int, help="timed MLM steps per repeat")
     parser.add_argument("--fine-tune-steps", type=int, help="timed fine-tuning steps per repeat")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed steps before each repeat's timed ones")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed steps before each repeat's timed ones (the first steps also grow the heap)")
     parser.add_argument("--inference-sentences", type=int, help="SST-2 validation sentences (default: all)")
     parser.add_argument("--fast-paths", action="store_true",
                         help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
-                             "torch.compile, fused AdamW)")
+                             "torch.compile, foreach instead of fused AdamW)")
     parser.add_argument("--data-dir", default=os.environ.get("BERTLAB_DATA_DIR", "../shared/data"),
                         help="a folder with sst2/ (default: $BERTLAB_DATA_DIR, else ../shared/data)")
     parser.add_argument("--model-dir", help="the fine-tuning checkpoint (default: all-MiniLM-L6-v2 from "
@@ -109,6 +111,9 @@ def machine_info(device: torch.device, threads: int, argv: list[str]) -> dict[st
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
                         f"lightning {lightning.__version__}, Python {platform.python_version()}"}
+    # The same process runs both systems, so both get the allocator setting (see bertlab.allocator).
+    info["allocator"] = ("glibc malloc keeping freed memory, for both systems" if keep_freed_memory()
+                         else "the system's default malloc")
     if hasattr(os, "getloadavg"):
         info["load average at start (1 min)"] = f"{os.getloadavg()[0]:.2f}"
     return info
@@ -153,9 +158,7 @@ def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.
             setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
                                          args.batch_size, args.length, model_dir, device, precision,
                                          args.steps, args.warmup)
-            # Lightning refuses gradient clipping with fused optimizers under mixed precision.
-            fast_paths = tuple(name for name in pretraining.FAST_PATH_SWITCHES
-                               if args.fast_paths and not (name == "fused AdamW" and precision != "fp32"))
+            fast_paths = tuple(pretraining.FAST_PATH_SWITCHES) if args.fast_paths else ()
             results += progress.show(pretraining.compare(setup, special_ids, args.repeats, small_vocab=SMALL_VOCAB,
                                                          fast_paths=fast_paths))
     return results

@@ -48,6 +48,8 @@ def train(cfg: DictConfig) -> None:
     if cfg.model.init_from:
         run.check_vocabulary(tokenizer, config, str(cfg.tokenizer.path))
         print(load_into(module.model, Path(cfg.model.init_from)))
+    elif module.hparams.unigram_output_bias:  # a resumed run then loads its own weights over it
+        module.init_output_bias(datamodule.token_counts())
     log.info("%s: %s parameters, vocabulary %d", type(module.model).__name__,
              f"{module.model.num_parameters:,}", config.vocab_size)
 

@@ -367,6 +367,11 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             )
             self.datasets[split] = sequences.with_format("numpy")
 
+    def token_counts(self) -> np.ndarray:
+        """Occurrences of each vocabulary id in the training sequences, [CLS] and [SEP] included."""
+        ids = pc.list_flatten(self._dataset("train").with_format("arrow").data.column("input_ids"))
+        return np.bincount(ids.to_numpy(), minlength=self.tokenizer.get_vocab_size())
+
     def train_dataloader(self) -> DataLoader:
         # Length-grouped, seeded by (seed, epoch), sharded across processes and resumable mid-epoch.
         lengths = pc.list_value_length(self._dataset("train").with_format("arrow")["input_ids"]).to_numpy()

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
-import lightning as L
 import torch
 from torchmetrics import MeanSquaredError, MetricCollection, PearsonCorrCoef, SpearmanCorrCoef
 from torchmetrics.classification import (BinaryF1Score, MulticlassAccuracy, MulticlassF1Score,
@@ -14,7 +13,7 @@ from torchmetrics.classification import (BinaryF1Score, MulticlassAccuracy, Mult
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.lit.optim import configure_optimization
+from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import BertForSequenceClassification
 
 
@@ -28,7 +27,7 @@ def _validation_metrics(config: BertConfig) -> MetricCollection:
     return MetricCollection(metrics, prefix="val/")
 
 
-class ClassificationModule(L.LightningModule):
+class ClassificationModule(ClipsWithFusedOptimizers):
     """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).
     `optimizer` and `scheduler` are Hydra partials (see bertlab.lit.optim); `layerwise_lr_decay`

@@ -11,7 +11,8 @@ from typing import Callable
 
 import lightning as L
 import torch
-from lightning.pytorch.plugins.precision import MixedPrecision
+from lightning.pytorch.plugins.precision import MixedPrecision, Precision
+from lightning.pytorch.utilities import GradClipAlgorithmType
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
@@ -123,10 +124,34 @@ def configure_optimization(module: L.LightningModule,
         raise ConfigError(f"{type(module).__name__} was built without an optimizer, so it cannot train; "
                           f"configure one (e.g. _target_: torch.optim.AdamW, _partial_: true, lr: 1e-4)")
     trainer = module.trainer
-    # Fused optimizers unscale gradients themselves, so Lightning refuses to clip them under mixed precision.
-    allow_fused = not (trainer.gradient_clip_val and isinstance(trainer.precision_plugin, MixedPrecision))
+    # Fused optimizers unscale fp16 gradients themselves, so they cannot be clipped before their step.
+    allow_fused = not (trainer.gradient_clip_val and _grad_scaler(trainer) is not None)
     optimizer = build_optimizer(optimizer_factory, module.model, layerwise_lr_decay, allow_fused)
     if scheduler_factory is None:
         return {"optimizer": optimizer}
     scheduler = scheduler_factory(optimizer, total_steps=trainer.estimated_stepping_batches)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def _grad_scaler(trainer: L.Trainer) -> torch.amp.GradScaler | None:
+    plugin = trainer.precision_plugin
+    return plugin.scaler if isinstance(plugin, MixedPrecision) else None
+
+
+class ClipsWithFusedOptimizers(L.LightningModule):
+    """Gradient clipping that also works with fused optimizers under bf16-mixed.
+
+    Lightning refuses to clip for any fused optimizer under mixed precision, because with fp16 the
+    optimizer unscales the gradients inside its step, after clipping would have run. bf16 has no
+    GradScaler, so its gradients are clipped as under fp32; the fused AdamW step is ~6x faster on CPU
+    than the foreach one it would otherwise fall back to.
+    """
+
+    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val=None,
+                                    gradient_clip_algorithm=None) -> None:
+        plugin = self.trainer.precision_plugin
+        if gradient_clip_val and isinstance(plugin, MixedPrecision) and plugin.scaler is None:
+            algorithm = GradClipAlgorithmType((gradient_clip_algorithm or "norm").lower())
+            Precision.clip_gradients(plugin, optimizer, gradient_clip_val, algorithm)
+        else:
+            super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)

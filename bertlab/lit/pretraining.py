@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
-import lightning as L
 import numpy as np
 import torch
 from torchmetrics import MeanMetric
@@ -19,7 +18,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from bertlab.config import BertConfig
 from bertlab.data.masking import mask_tokens
 from bertlab.errors import ConfigError, DataError
-from bertlab.lit.optim import configure_optimization
+from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
@@ -35,7 +34,7 @@ def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu
     return generator
 
 
-class PretrainingModule(L.LightningModule):
+class PretrainingModule(ClipsWithFusedOptimizers):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 
     `config`: the model's BertConfig (or its dict, as stored in checkpoints). `optimizer` and
@@ -43,6 +42,7 @@ class PretrainingModule(L.LightningModule):
     probabilities and `special_token_ids` (never drawn as random replacements) feed
     `bertlab.data.masking.mask_tokens`. `compile` compiles the model's forward
     with torch.compile (the parameter names, and so the checkpoints, stay the same).
+    `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`.
     """
 
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
@@ -50,7 +50,7 @@ class PretrainingModule(L.LightningModule):
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
                  nsp: bool = False, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
                  random_replace_prob: float = 0.1, special_token_ids: Sequence[int] = (), seed: int = 0,
-                 compile: bool = False):
+                 compile: bool = False, unigram_output_bias: bool = True):
         super().__init__()
         model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
         if not 0 <= mask_token_id < model_config.vocab_size:
@@ -71,6 +71,23 @@ class PretrainingModule(L.LightningModule):
         self.val_accuracy = MulticlassAccuracy(num_classes=model_config.vocab_size, average="micro",
                                                validate_args=False)
         self.val_nsp_accuracy = MulticlassAccuracy(num_classes=2, average="micro") if nsp else None
+
+    def init_output_bias(self, token_counts: np.ndarray) -> None:
+        """Starts the MLM decoder's bias at the log frequency of each token in the training data.
+
+        With the bias at zero, the model first spends thousands of steps learning the unigram
+        distribution (Adam moves a bias by about lr per step, and log frequencies span ~15 nats),
+        and only then starts to use the context. Add-one smoothing keeps unseen tokens finite;
+        special tokens, never predicted, get the count of an unseen token.
+        """
+        counts = torch.as_tensor(token_counts, dtype=torch.float64).clone()
+        vocab_size = self.model.config.vocab_size
+        if counts.shape != (vocab_size,):
+            raise DataError(f"token counts have shape {tuple(counts.shape)}; expected ({vocab_size},)")
+        counts[list(self.hparams.special_token_ids)] = 0
+        log_frequencies = (counts + 1).log() - (counts + 1).sum().log()
+        with torch.no_grad():
+            self.model.cls.predictions.bias.copy_(log_frequencies)
 
     def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator):
         input_ids, labels = mask_tokens(
