@@ -53,6 +53,9 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser.add_argument("--fast-paths", action="store_true",
                         help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
                              "torch.compile, foreach instead of fused AdamW)")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="run both systems with the allocator setting of bertlab's other commands "
+                             "(bertlab.allocator); by default both use the system's malloc, as run_mlm.py does")
     parser.add_argument("--data-dir", default=os.environ.get("BERTLAB_DATA_DIR", "../shared/data"),
                         help="a folder with sst2/ (default: $BERTLAB_DATA_DIR, else ../shared/data)")
     parser.add_argument("--model-dir", help="the fine-tuning checkpoint (default: all-MiniLM-L6-v2 from "
@@ -97,7 +100,7 @@ def native_bf16(device: torch.device) -> bool:
     return torch.cpu._is_avx512_bf16_supported()  # CPUs with AMX have it too
 
 
-def machine_info(device: torch.device, threads: int, argv: list[str]) -> dict[str, str]:
+def machine_info(device: torch.device, threads: int, argv: list[str], allocator: str) -> dict[str, str]:
     import lightning
     import transformers
     processor = platform.processor()
@@ -111,9 +114,7 @@ def machine_info(device: torch.device, threads: int, argv: list[str]) -> dict[st
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
                         f"lightning {lightning.__version__}, Python {platform.python_version()}"}
-    # The same process runs both systems, so both get the allocator setting (see bertlab.allocator).
-    info["allocator"] = ("glibc malloc keeping freed memory, for both systems" if keep_freed_memory()
-                         else "the system's default malloc")
+    info["allocator"] = allocator
     if hasattr(os, "getloadavg"):
         info["load average at start (1 min)"] = f"{os.getloadavg()[0]:.2f}"
     return info
@@ -202,7 +203,10 @@ def main(argv: list[str], prog: str) -> None:
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     precisions = args.precisions.split(",") if args.precisions else ["fp32"] + ["bf16"] * native_bf16(device)
-    machine = machine_info(device, args.threads, argv)
+    # One process runs both systems, so both get the same allocator.
+    allocator = ("glibc malloc keeping freed memory (bertlab.allocator), for both systems"
+                 if args.keep_freed_memory and keep_freed_memory() else "the system's malloc, for both systems")
+    machine = machine_info(device, args.threads, argv, allocator)
     run_dir = Path(args.output or Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / "bench"
                    / datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
     print(f"bertlab bench on {machine['device']} ({machine['cpu']}); results go to {run_dir}", flush=True)
