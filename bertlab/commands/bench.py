@@ -35,7 +35,7 @@ SMALL_VOCAB = 8192  # the recipes' trained WordPiece vocabulary
 def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a ~1-minute version: bert_tiny, fewer steps")
+    parser.add_argument("--quick", action="store_true", help="a ~1.5-minute version: bert_tiny, fewer steps")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: 2)")
     parser.add_argument("--precisions", help="comma-separated fp32,bf16 (default: both where the device "
