@@ -113,8 +113,8 @@ def machine_info(device: torch.device, threads: int, argv: list[str], allocator:
             "cpu": f"{processor} ({os.cpu_count()} cores visible, {threads} torch threads)",
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
-                        f"lightning {lightning.__version__}, Python {platform.python_version()}"}
-    info["allocator"] = allocator
+                        f"lightning {lightning.__version__}, Python {platform.python_version()}",
+            "allocator": allocator}
     if hasattr(os, "getloadavg"):
         info["load average at start (1 min)"] = f"{os.getloadavg()[0]:.2f}"
     return info

@@ -369,12 +369,15 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
 
     def token_counts(self) -> np.ndarray:
         """Occurrences of each vocabulary id in the training sequences, [CLS] and [SEP] included."""
-        ids = pc.list_flatten(self._dataset("train").with_format("arrow").data.column("input_ids"))
-        return np.bincount(ids.to_numpy(), minlength=self.tokenizer.get_vocab_size())
+        ids = pc.list_flatten(self._train_input_ids()).to_numpy()
+        return np.bincount(ids, minlength=self.tokenizer.get_vocab_size())
+
+    def _train_input_ids(self):
+        return self._dataset("train").with_format("arrow")["input_ids"]
 
     def train_dataloader(self) -> DataLoader:
         # Length-grouped, seeded by (seed, epoch), sharded across processes and resumable mid-epoch.
-        lengths = pc.list_value_length(self._dataset("train").with_format("arrow")["input_ids"]).to_numpy()
+        lengths = pc.list_value_length(self._train_input_ids()).to_numpy()
         return self._loader("train", self.batch_size, self.training_sampler(lengths, self.batch_size, self.seed))
 
     def val_dataloader(self) -> DataLoader:

@@ -80,7 +80,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
         and only then starts to use the context. Add-one smoothing keeps unseen tokens finite;
         special tokens, never predicted, get the count of an unseen token.
         """
-        counts = torch.as_tensor(token_counts, dtype=torch.float64).clone()
+        counts = torch.tensor(token_counts, dtype=torch.float64)
         vocab_size = self.model.config.vocab_size
         if counts.shape != (vocab_size,):
             raise DataError(f"token counts have shape {tuple(counts.shape)}; expected ({vocab_size},)")
