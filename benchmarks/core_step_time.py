@@ -1,5 +1,7 @@
-"""Core model benchmark: MLM training-step time with sparse vs full prediction (bert-tiny), and
-activation memory kept for backward with vs without gradient checkpointing (bert-mini).
+"""Core model benchmark: MLM training-step time (bert-tiny) with full vs sparse prediction, sparse
+prediction with the loss-only head (no logits in memory) and with torch's own dropout instead of
+bertlab's, in fp32 and, where the CPU does it natively, bf16 autocast; and activation memory kept for
+backward with vs without gradient checkpointing (bert-mini).
 
 Run from the repository root: `python -m benchmarks.core_step_time`. CPU only; prints two tables.
 Memory is counted, not sampled: the bytes of distinct non-parameter tensors autograd keeps for
@@ -9,15 +11,18 @@ has no peak-allocation counter.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import statistics
 import time
+from unittest import mock
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from bertlab import BertConfig, BertForMaskedLM
+from bertlab import dropout as bertlab_dropout
 from bertlab.model import IGNORE_INDEX, BertLayer
 
 BATCH, LENGTH, MASK_FRACTION = 32, 128, 0.15
@@ -40,10 +45,28 @@ def sparse_loss(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
     return model(**batch).loss
 
 
+def loss_only(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
+    """What PretrainingModule's training step runs."""
+    return model(**batch, return_logits=False).loss
+
+
+def torch_dropout() -> contextlib.AbstractContextManager:
+    """bertlab.dropout's CPU mask swapped for torch's bernoulli_ one."""
+    return mock.patch.object(bertlab_dropout, "random_keep_mask",
+                             lambda shape, p, device: torch.empty(shape, device=device).bernoulli_(1 - p).bool())
+
+
 def full_loss(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
     """The usual way: decode every position, let cross-entropy ignore the unlabelled ones."""
     logits = model(batch["input_ids"], batch["attention_mask"]).logits
     return F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
+
+
+def under_autocast(loss_fn, dtype: torch.dtype):
+    def autocast_loss(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
+            return loss_fn(model, batch)
+    return autocast_loss
 
 
 def median_step_seconds(model: nn.Module, loss_fn, batch: dict) -> float:
@@ -105,14 +128,25 @@ def main() -> None:
     print(f"bert-tiny {BERT_TINY}, vocab {config.vocab_size}, batch {BATCH} x {LENGTH}, "
           f"{labelled} labelled positions ({labelled / (BATCH * LENGTH):.1%}); "
           f"{torch.get_num_threads()} torch threads; median of {TIMED_STEPS} steps after {WARMUP_STEPS}")
-    print(f"{'MLM step (fwd+bwd+AdamW)':<28}{'median':>10}{'tokens/s':>11}{'kept for backward':>20}")
-    results = {}
-    for name, loss_fn in (("full prediction", full_loss), ("sparse prediction", sparse_loss)):
-        seconds = median_step_seconds(copy.deepcopy(model), loss_fn, batch)
-        memory = activation_bytes(copy.deepcopy(model), loss_fn, batch)
-        results[name] = seconds
-        print(f"{name:<28}{seconds * 1e3:>8.0f}ms{BATCH * LENGTH / seconds:>11.0f}{mib(memory):>20}")
-    print(f"sparse speed-up: {results['full prediction'] / results['sparse prediction']:.2f}x\n")
+    print(f"{'MLM step (fwd+bwd+AdamW)':<44}{'median':>10}{'tokens/s':>11}{'kept for backward':>20}")
+    variants = {"full prediction": (full_loss, contextlib.nullcontext),
+                "sparse prediction": (sparse_loss, contextlib.nullcontext),
+                "sparse, loss only (the training step)": (loss_only, contextlib.nullcontext),
+                "sparse, loss only, torch's dropout mask": (loss_only, torch_dropout)}
+    dtypes = [torch.float32] + [torch.bfloat16] * torch.cpu._is_avx512_bf16_supported()
+    for dtype in dtypes:
+        results = {}
+        for name, (loss_fn, patch) in variants.items():
+            loss_fn = under_autocast(loss_fn, dtype)
+            with patch():
+                seconds = median_step_seconds(copy.deepcopy(model), loss_fn, batch)
+                memory = activation_bytes(copy.deepcopy(model), loss_fn, batch)
+            results[name] = seconds
+            label = f"{name}, {str(dtype).removeprefix('torch.')}"
+            print(f"{label:<44}{seconds * 1e3:>8.0f}ms{BATCH * LENGTH / seconds:>11.0f}{mib(memory):>20}")
+        baseline = results["sparse prediction"]
+        print("speed-up over sparse prediction: " + ", ".join(
+            f"{name} {baseline / seconds:.2f}x" for name, seconds in results.items() if seconds != baseline) + "\n")
 
     config = BertConfig(**BERT_MINI)
     model = BertForMaskedLM(config).train()

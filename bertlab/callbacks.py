@@ -1,6 +1,6 @@
-"""Callbacks Lightning lacks: the Hugging Face–format export, metric plots and summaries, and a stop
-on a non-finite loss. Checkpointing, early stopping, learning-rate and progress display are
-Lightning's own callbacks, configured in conf/callbacks."""
+"""Callbacks Lightning lacks: the Hugging Face–format export, metric plots and summaries, a
+validation of the final step, and a stop on a non-finite loss. Checkpointing, early stopping,
+learning-rate and progress display are Lightning's own callbacks, configured in conf/callbacks."""
 
 from __future__ import annotations
 
@@ -172,6 +172,20 @@ class MetricsArtifacts(L.Callback):
         summary = json.dumps(summarise_metrics(frame), indent=2) + "\n"
         write_atomically(directory / "metrics.json", lambda temp: Path(temp).write_text(summary))
         plot_metrics(frame, directory / "metrics.png")
+
+
+class ValidateFinalStep(L.Callback):
+    """Validates the final training step when it falls between two `val_check_interval`s (which
+    Lightning counts across epochs here, so it skips the end of training), so the finished model
+    always gets scored and can be the best checkpoint. It asks the loop to stop after its last batch:
+    Lightning answers a stop request with a validation run (as for early stopping)."""
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        last_step = trainer.max_steps not in (None, -1) and trainer.global_step >= trainer.max_steps
+        last_epoch = trainer.max_epochs not in (None, -1) and trainer.current_epoch + 1 >= trainer.max_epochs
+        if last_step or (last_epoch and batch_idx + 1 >= trainer.num_training_batches):
+            trainer.should_stop = True
 
 
 class FiniteLossGuard(L.Callback):

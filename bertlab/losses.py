@@ -55,3 +55,65 @@ def cross_entropy_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
     """Σ_i −log softmax(logits_i)[targets_i] in fp32, for logits [N, C] of any float dtype and valid
     class ids `targets` [N] (no ignore index: select the rows to score first)."""
     return _SumCrossEntropy.apply(logits, targets)
+
+
+_VOCAB_CHUNK = 2048  # logits columns per chunk: [rows, chunk] fp32 stays in cache for a few hundred rows
+
+
+class _LinearCrossEntropySum(torch.autograd.Function):
+    """Σ_i −log softmax(hidden_i Wᵀ + b)[targets_i] without the [rows, vocab] logits in memory.
+
+    The vocabulary is walked in chunks: the forward keeps one log-sum-exp per row and chunk, the
+    backward recomputes each chunk's logits (a matmul is cheaper than storing and re-reading them)
+    and turns them into that chunk's slice of every gradient. The target terms, a gather, are
+    handled once outside the chunks.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, targets, dtype):
+        h, w = hidden.to(dtype), weight.to(dtype)
+        starts = range(0, w.shape[0], _VOCAB_CHUNK)
+        chunk_lse = torch.empty(len(starts), h.shape[0], dtype=torch.float32, device=h.device)
+        for start, out in zip(starts, chunk_lse):
+            end = start + _VOCAB_CHUNK
+            logits = torch.mm(h, w[start:end].t()).float().add_(bias[start:end])
+            torch.logsumexp(logits, dim=-1, out=out)
+        log_sum_exp = torch.logsumexp(chunk_lse, dim=0)
+        target_logits = (h * w[targets]).float().sum(-1) + bias[targets]
+        ctx.save_for_backward(h, w, bias, targets, log_sum_exp)
+        ctx.dtypes = hidden.dtype, weight.dtype
+        return (log_sum_exp - target_logits).sum()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        h, w, bias, targets, log_sum_exp = ctx.saved_tensors
+        hidden_dtype, weight_dtype = ctx.dtypes
+        grad_hidden = torch.zeros(h.shape, dtype=torch.float32, device=h.device)
+        grad_weight = torch.empty(w.shape, dtype=weight_dtype, device=w.device)
+        grad_bias = torch.empty(bias.shape, dtype=torch.float32, device=bias.device)
+        for start in range(0, w.shape[0], _VOCAB_CHUNK):
+            end = start + _VOCAB_CHUNK
+            softmax = torch.mm(h, w[start:end].t()).float().add_(bias[start:end])
+            softmax.sub_(log_sum_exp[:, None]).exp_().mul_(grad_output)
+            torch.sum(softmax, dim=0, out=grad_bias[start:end])
+            softmax = softmax.to(h.dtype)
+            grad_weight[start:end] = torch.mm(softmax.t(), h)
+            grad_hidden += torch.mm(softmax, w[start:end])
+        # The −one-hot part of softmax − one-hot, row by row.
+        scale = grad_output.float()
+        grad_hidden -= scale * w[targets].float()
+        grad_weight.index_add_(0, targets, (-scale * h.float()).to(weight_dtype))
+        grad_bias.index_add_(0, targets, -scale.expand(targets.shape))
+        return grad_hidden.to(hidden_dtype), grad_weight, grad_bias.to(bias.dtype), None, None
+
+
+def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                             targets: torch.Tensor) -> torch.Tensor:
+    """`cross_entropy_sum(F.linear(hidden, weight, bias), targets)` for a vocabulary-sized `weight`
+    [C, H], computed chunk by chunk so that the [N, C] logits never exist. Under autocast the
+    matmuls run in its dtype, as F.linear's would; the result is the same up to rounding order."""
+    device = hidden.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
+    with torch.autocast(device, enabled=False):
+        return _LinearCrossEntropySum.apply(hidden, weight, bias, targets, dtype)

@@ -19,8 +19,9 @@ from torch.utils.checkpoint import checkpoint
 
 from bertlab.checkpoint import PretrainedMixin
 from bertlab.config import BertConfig
+from bertlab.dropout import Dropout, dropout
 from bertlab.errors import ConfigError
-from bertlab.losses import cross_entropy_sum
+from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
 
 IGNORE_INDEX = -100
 
@@ -47,7 +48,7 @@ class BertModelOutput:
 @dataclass
 class PreTrainingOutput:
     loss: torch.Tensor | None
-    prediction_logits: torch.Tensor
+    prediction_logits: torch.Tensor | None  # None when asked for the loss only (return_logits=False)
     seq_relationship_logits: torch.Tensor
     mlm_loss: torch.Tensor | None = None
     nsp_loss: torch.Tensor | None = None
@@ -58,7 +59,7 @@ class PreTrainingOutput:
 @dataclass
 class LogitsOutput:
     loss: torch.Tensor | None
-    logits: torch.Tensor
+    logits: torch.Tensor | None  # None when asked for the loss only (return_logits=False)
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
 
@@ -74,7 +75,7 @@ class BertEmbeddings(nn.Module):
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids, position_ids):
         embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
@@ -132,16 +133,17 @@ class BertSelfAttention(nn.Module):
         if self.position_embedding_type != "absolute":
             relative = self._relative_position_bias(query, key)
             bias = relative if bias is None else relative + bias
-        dropout = self.dropout_prob if self.training else 0.0
-        if output_attentions or eager:
+        dropout_p = self.dropout_prob if self.training else 0.0
+        # With dropout, CPU SDPA runs this same math with torch's slower mask (see bertlab.dropout).
+        if output_attentions or eager or (dropout_p > 0 and query.device.type == "cpu"):
             scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
             if bias is not None:
                 scores = scores + bias
             probs = scores.softmax(dim=-1)
-            context = F.dropout(probs, dropout, self.training) @ value
+            context = dropout(probs, dropout_p, self.training) @ value
         else:
             probs = None
-            context = F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout)
+            context = F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout_p)
         batch, _, length, _ = context.shape
         return context.transpose(1, 2).reshape(batch, length, -1), probs
 
@@ -153,7 +155,7 @@ class BertSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states, residual):
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
@@ -326,8 +328,12 @@ class BertLMPredictionHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
         self._word_embeddings = (word_embeddings,)  # a tuple: tied, not registered twice
 
+    @property
+    def decoder_weight(self) -> torch.Tensor:
+        return self._word_embeddings[0].weight
+
     def forward(self, hidden_states):
-        return F.linear(self.transform(hidden_states), self._word_embeddings[0].weight, self.bias)
+        return F.linear(self.transform(hidden_states), self.decoder_weight, self.bias)
 
 
 class BertPreTrainingHeads(nn.Module):
@@ -338,16 +344,21 @@ class BertPreTrainingHeads(nn.Module):
             self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
 
-def masked_lm(head: BertLMPredictionHead, sequence_output, labels):
-    """Full logits without labels; with labels, logits (and loss) only at the labelled positions."""
+def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True):
+    """Full logits without labels; with labels, logits (and loss) only at the labelled positions.
+    `return_logits=False` (with labels) computes the loss without materialising the logits at all:
+    the fast path of a training step, which needs only the loss."""
     if labels is None:
         return head(sequence_output), None
     selected = labels != IGNORE_INDEX
     targets = labels[selected]
-    logits = head(sequence_output[selected])
     # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
-    loss = cross_entropy_sum(logits, targets) / max(targets.numel(), 1)
-    return logits, loss
+    count = max(targets.numel(), 1)
+    if not return_logits:
+        hidden = head.transform(sequence_output[selected])
+        return None, linear_cross_entropy_sum(hidden, head.decoder_weight, head.bias, targets) / count
+    logits = head(sequence_output[selected])
+    return logits, cross_entropy_sum(logits, targets) / count
 
 
 class BertForPreTraining(BertPreTrainedModel):
@@ -359,10 +370,11 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, next_sentence_label=None, output_attentions=False,
-                output_hidden_states=False) -> PreTrainingOutput:
+                output_hidden_states=False, return_logits=True) -> PreTrainingOutput:
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
                         output_attentions, output_hidden_states)
-        prediction_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels)
+        prediction_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels,
+                                                return_logits)
         seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)
         nsp_loss = None
         if next_sentence_label is not None:
@@ -381,10 +393,11 @@ class BertForMaskedLM(BertPreTrainedModel):
         self.post_init(self.cls)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
+                labels=None, output_attentions=False, output_hidden_states=False,
+                return_logits=True) -> LogitsOutput:
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
                         output_attentions, output_hidden_states)
-        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels)
+        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, return_logits)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
 
@@ -392,8 +405,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
     def __init__(self, config: BertConfig):
         super().__init__(config)
         self.bert = BertModel(config)
-        dropout = config.classifier_dropout
-        self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
+        classifier_dropout = config.classifier_dropout
+        self.dropout = Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init(self.classifier)
 

@@ -14,7 +14,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
-from bertlab.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, summarise_metrics
+from bertlab.callbacks import (ExportPretrained, FiniteLossGuard, MetricsArtifacts, ValidateFinalStep,
+                               summarise_metrics)
 from bertlab.config import BertConfig
 from bertlab.data.masking import mask_tokens
 from bertlab.errors import BertlabError, ConfigError, DataError
@@ -182,12 +183,13 @@ def pretraining_module(**kwargs) -> PretrainingModule:
 
 
 def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
+    torch.manual_seed(0)  # the initial weights: this test's outcome must not hang on the tests run before it
     module = pretraining_module()
     batch = pretraining_batch()
-    run = trainer(tmp_path, max_steps=100, log_every_n_steps=10, val_check_interval=50,
+    run = trainer(tmp_path, max_steps=200, log_every_n_steps=10, val_check_interval=100,
                   callbacks=[MetricsArtifacts()])
     before = run.validate(module, loader([batch]), verbose=False)[0]
-    run.fit(module, loader([batch] * 100), loader([batch]))
+    run.fit(module, loader([batch] * 200), loader([batch]))
     after = run.validate(module, loader([batch]), verbose=False)[0]
 
     assert after["val/loss"] < before["val/loss"] - 3.0
@@ -197,7 +199,7 @@ def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
 
     log_dir = tmp_path / "logs" / "lightning_logs" / "version_0"
     summary = json.loads((log_dir / "metrics.json").read_text())  # rewritten by the last validate
-    assert summary["step"] == 100
+    assert summary["step"] == 200
     assert summary["final"]["val/loss"] == pytest.approx(after["val/loss"])
     assert summary["best"]["val/loss"]["value"] == pytest.approx(after["val/loss"])
     assert "train/loss" in summary["final"] and "val/perplexity" in summary["best"]
@@ -217,7 +219,7 @@ def test_unigram_output_bias_starts_the_loss_at_the_unigram_entropy():
     assert torch.allclose(bias, (smoothed / smoothed.sum()).log(), atol=1e-6)
     # The first loss is about the targets' entropy under those frequencies, not log(vocab size).
     module.eval()
-    output, labels = module._masked_forward(batch, masking_generator(0, 0))
+    output, labels = module._masked_forward(batch, masking_generator(0, 0), return_logits=True)
     unigram = -bias[labels[labels != -100]].mean().item()
     assert output.loss.item() == pytest.approx(unigram, abs=0.2)
     assert abs(output.loss.item() - math.log(VOCAB)) > 1.0
@@ -392,6 +394,23 @@ def test_export_of_the_best_checkpoint_reloads_its_weights(tmp_path, tokenizer):
     assert all(torch.equal(value, best[f"model.{key}"]) for key, value in exported.items())
     final = _weights(module)
     assert not all(torch.equal(value, final[key]) for key, value in exported.items())
+
+
+@pytest.mark.parametrize(("limits", "intervals"), [({"max_steps": 7}, [2, 5]),
+                                                   ({"max_steps": -1, "max_epochs": 2}, [2, 5, 8])],
+                         ids=["max_steps", "max_epochs"])  # 2 epochs of 5 batches: 10 steps
+@pytest.mark.parametrize("validate_final_step", [False, True])
+def test_the_final_step_is_validated_between_two_intervals(tmp_path, limits, intervals, validate_final_step):
+    callbacks = [ValidateFinalStep()] if validate_final_step else []
+    run = trainer(tmp_path, val_check_interval=3, check_val_every_n_epoch=None, callbacks=callbacks, **limits)
+    run.fit(ClassificationModule(tiny_config(), optimizer=adamw()), loader([classification_batch()] * 5),
+            loader([classification_batch()]))
+
+    frame = pd.read_csv(run.logger.log_dir + "/metrics.csv")
+    validated = frame.loc[frame["val/loss"].notna(), "step"].tolist()
+    final_step = run.global_step - 1
+    assert final_step == (6 if "max_epochs" not in limits else 9)
+    assert validated == intervals + [final_step] * validate_final_step
 
 
 class NaNAtStep3(ClassificationModule):

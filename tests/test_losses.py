@@ -1,4 +1,5 @@
-"""`cross_entropy_sum` against torch's cross-entropy: the same loss and gradient, in fp32 and bf16."""
+"""`cross_entropy_sum` against torch's cross-entropy, and `linear_cross_entropy_sum` against
+`cross_entropy_sum` over F.linear's logits: the same loss and gradients, in fp32 and bf16."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from bertlab import losses
-from bertlab.losses import cross_entropy_sum
+from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
 
 
 def reference(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,3 +66,45 @@ def test_the_incoming_gradient_scales_the_result(rows_and_targets):
 def test_no_rows_give_zero_loss_and_an_empty_gradient():
     loss, grad = blockwise(torch.randn(0, 50), torch.zeros(0, dtype=torch.long))
     assert loss.item() == 0.0 and grad.shape == (0, 50)
+
+
+def linear_head(vocab: int = 5000, rows: int = 40, hidden: int = 24):
+    """A decoder whose vocabulary spans three chunks, the last one short, with repeated targets."""
+    assert 2 * losses._VOCAB_CHUNK < vocab < 3 * losses._VOCAB_CHUNK
+    generator = torch.Generator().manual_seed(0)
+    tensors = (torch.randn(rows, hidden, generator=generator), torch.randn(vocab, hidden, generator=generator) / 2,
+               torch.randn(vocab, generator=generator))
+    targets = torch.randint(0, vocab, (rows,), generator=generator)
+    targets[1] = targets[0]
+    return tensors, targets
+
+
+def loss_and_gradients(loss_fn, tensors, targets, autocast: bool):
+    tensors = [tensor.detach().requires_grad_() for tensor in tensors]
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        loss = loss_fn(*tensors, targets) / 7
+    loss.backward()
+    return loss.detach(), *(tensor.grad for tensor in tensors)
+
+
+def over_linear_logits(hidden, weight, bias, targets):
+    return cross_entropy_sum(F.linear(hidden, weight, bias), targets)
+
+
+@pytest.mark.parametrize(("autocast", "tolerance"), [(False, 1e-5), (True, 1e-2)], ids=["fp32", "bf16-autocast"])
+def test_linear_cross_entropy_matches_the_loss_over_materialised_logits(autocast, tolerance):
+    tensors, targets = linear_head()
+    fused = loss_and_gradients(linear_cross_entropy_sum, tensors, targets, autocast)
+    expected = loss_and_gradients(over_linear_logits, tensors, targets, autocast)
+    for name, value, reference_value in zip(("loss", "hidden", "weight", "bias"), fused, expected):
+        assert value.dtype == reference_value.dtype == torch.float32, name
+        scale = reference_value.abs().max()
+        torch.testing.assert_close(value / scale, reference_value / scale, rtol=0, atol=tolerance, msg=name)
+
+
+def test_linear_cross_entropy_of_no_rows_is_zero():
+    (hidden, weight, bias), _ = linear_head()
+    loss, grad_hidden, grad_weight, grad_bias = loss_and_gradients(
+        linear_cross_entropy_sum, (hidden[:0], weight, bias), torch.zeros(0, dtype=torch.long), autocast=False)
+    assert loss.item() == 0.0 and grad_hidden.shape == (0, 24)
+    assert not grad_weight.any() and not grad_bias.any()

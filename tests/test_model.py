@@ -170,6 +170,29 @@ def test_batch_without_labelled_positions_gives_zero_loss_not_nan(model_class):
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
+@pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
+def test_loss_only_forward_gives_the_loss_and_gradients_of_the_logits_path(model_class):
+    torch.manual_seed(0)
+    model = model_class(small_config()).train()
+    batch = mlm_batch()
+    results = []
+    for return_logits in (True, False):
+        model.zero_grad()
+        torch.manual_seed(1)  # the same dropout masks
+        out = model(**batch, next_sentence_label=torch.tensor([0, 1, 1, 0]), return_logits=return_logits) \
+            if model_class is BertForPreTraining else model(**batch, return_logits=return_logits)
+        out.loss.backward()
+        logits = out.logits if model_class is BertForMaskedLM else out.prediction_logits
+        assert (logits is None) != return_logits
+        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        results.append((out.loss.detach(), grads))
+    (loss, grads), (loss_only, grads_only) = results
+    torch.testing.assert_close(loss_only, loss)
+    assert grads_only.keys() == grads.keys() == {name for name, _ in model.named_parameters()}
+    for name, grad in grads.items():
+        torch.testing.assert_close(grads_only[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_pretraining_loss_is_mlm_plus_nsp():
     model = BertForPreTraining(small_config()).eval()
     batch = mlm_batch()

@@ -89,7 +89,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
         with torch.no_grad():
             self.model.cls.predictions.bias.copy_(log_frequencies)
 
-    def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator):
+    def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator, return_logits: bool):
         input_ids, labels = mask_tokens(
             batch["input_ids"], batch["special_tokens_mask"], vocab_size=self.model.config.vocab_size,
             mask_token_id=self.hparams.mask_token_id, generator=generator,
@@ -97,7 +97,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
             random_replace_prob=self.hparams.random_replace_prob, word_ids=batch.get("word_ids"),
             special_token_ids=self.hparams.special_token_ids)
         inputs = {"input_ids": input_ids, "attention_mask": batch["attention_mask"],
-                  "token_type_ids": batch.get("token_type_ids"), "labels": labels}
+                  "token_type_ids": batch.get("token_type_ids"), "labels": labels, "return_logits": return_logits}
         if self.hparams.nsp:
             if "next_sentence_label" not in batch:
                 raise DataError("pretraining with nsp=true needs batches with next_sentence_label; "
@@ -109,7 +109,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
         micro_batch = batch_idx % self.trainer.accumulate_grad_batches
         generator = masking_generator(self.hparams.seed, TRAIN_STREAM, self.global_rank, self.global_step,
                                       micro_batch, device=self.device)
-        output, _ = self._masked_forward(batch, generator)
+        output, _ = self._masked_forward(batch, generator, return_logits=False)
         batch_size = batch["input_ids"].shape[0]
         self.log("train/loss", output.loss, prog_bar=True, batch_size=batch_size)
         if self.hparams.nsp:
@@ -121,7 +121,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
         # The same masks at every evaluation, so validation numbers compare across the run.
         generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, self.global_rank, dataloader_idx,
                                       batch_idx, device=self.device)
-        output, labels = self._masked_forward(batch, generator)
+        output, labels = self._masked_forward(batch, generator, return_logits=True)
         targets = labels[labels != IGNORE_INDEX]
         if self.hparams.nsp:
             logits, mlm_loss = output.prediction_logits, output.mlm_loss
