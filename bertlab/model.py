@@ -263,6 +263,15 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
     def gradient_checkpointing_disable(self) -> None:
         self.gradient_checkpointing_enable(False)
 
+    def set_dropout(self, probability: float) -> None:
+        """Every dropout of the model (hidden, attention, classifier) at `probability`, for this run
+        only: `config`, and so a saved config.json, keeps its values."""
+        for module in self.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = probability
+            elif isinstance(module, BertSelfAttention):
+                module.dropout_prob = probability
+
     @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

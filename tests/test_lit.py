@@ -10,7 +10,7 @@ import lightning as L
 import pandas as pd
 import pytest
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
@@ -227,6 +227,23 @@ def test_unigram_output_bias_starts_the_loss_at_the_unigram_entropy():
         module.init_output_bias(counts[:-1])
 
 
+def test_pretraining_dropout_holds_for_the_run_and_the_checkpoint_keeps_the_models(tmp_path):
+    config = tiny_config(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+    batch = pretraining_batch()
+
+    def two_training_forwards(model):
+        return [model.train()(batch["input_ids"], batch["attention_mask"]).logits for _ in range(2)]
+
+    module = pretraining_module(config=config, dropout=0.0)
+    assert torch.equal(*two_training_forwards(module.model))
+    assert module.model.config.hidden_dropout_prob == 0.3
+    module.model.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["attention_probs_dropout_prob"] == 0.3
+    assert not torch.equal(*two_training_forwards(BertForMaskedLM.from_pretrained(tmp_path)))
+    with pytest.raises(ConfigError, match="task.dropout"):
+        pretraining_module(dropout=1.0)
+
+
 def test_pretraining_with_next_sentence_prediction_logs_its_losses_and_accuracy(tmp_path):
     module = pretraining_module(nsp=True)
     batch = pretraining_batch(nsp=True)
@@ -394,6 +411,34 @@ def test_export_of_the_best_checkpoint_reloads_its_weights(tmp_path, tokenizer):
     assert all(torch.equal(value, best[f"model.{key}"]) for key, value in exported.items())
     final = _weights(module)
     assert not all(torch.equal(value, final[key]) for key, value in exported.items())
+
+
+class RecordWeights(L.Callback):
+    def __init__(self):
+        self.steps = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.steps.append(_weights(pl_module))
+
+
+def test_weight_averaging_validates_checkpoints_and_exports_the_average(tmp_path, tokenizer):
+    batch = classification_batch()
+    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=5e-3))
+    record = RecordWeights()
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val/loss", mode="min")
+    export = ExportPretrained(str(tmp_path / "best"), weights="best", tokenizer=tokenizer)
+    run = trainer(tmp_path, max_steps=6, enable_checkpointing=True, val_check_interval=3,
+                  callbacks=[EMAWeightAveraging(decay=0.5), record, checkpoint, export])
+    run.fit(module, loader([batch] * 6), loader([batch]))
+
+    average = dict(record.steps[0])
+    for weights in record.steps[1:]:
+        average = {key: 0.5 * value + 0.5 * weights[key] for key, value in average.items()}
+    exported = BertForSequenceClassification.from_pretrained(tmp_path / "best").state_dict()
+    assert checkpoint.best_model_path.endswith("step=6.ckpt")  # the loss falls: the last validation is best
+    for key, value in exported.items():
+        torch.testing.assert_close(value, average[key], msg=key)
+    assert not all(torch.equal(value, record.steps[-1][key]) for key, value in exported.items())
 
 
 @pytest.mark.parametrize(("limits", "intervals"), [({"max_steps": 7}, [2, 5]),

@@ -27,7 +27,7 @@ from bertlab.errors import BertlabError
 
 SECTIONS = ("pretraining", "fine-tuning", "inference")
 # (sizes, repeats, MLM steps, fine-tuning steps, inference sentences); "all" sentences = the split
-PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 20, None),
+PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 12, None),
             "quick": (("bert_tiny",), 2, 1, 4, 256)}
 SMALL_VOCAB = 8192  # the recipes' trained WordPiece vocabulary
 
@@ -47,8 +47,9 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="timed repeats per system (median and spread over them)")
     parser.add_argument("--steps", type=int, help="timed MLM steps per repeat")
     parser.add_argument("--fine-tune-steps", type=int, help="timed fine-tuning steps per repeat")
-    parser.add_argument("--warmup", type=int, default=3,
-                        help="untimed steps before each repeat's timed ones (the first steps also grow the heap)")
+    parser.add_argument("--warmup", type=int,
+                        help="untimed steps before each repeat's timed ones (default: 2, or 3 with "
+                             "--keep-freed-memory, whose heap grows over the first steps)")
     parser.add_argument("--inference-sentences", type=int, help="SST-2 validation sentences (default: all)")
     parser.add_argument("--fast-paths", action="store_true",
                         help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
@@ -69,6 +70,8 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     args.steps = args.steps or steps
     args.fine_tune_steps = args.fine_tune_steps or fine_tune_steps
     args.inference_sentences = args.inference_sentences or sentences
+    if args.warmup is None:
+        args.warmup = 3 if args.keep_freed_memory else 2
     for name, values, allowed in (("--sizes", args.sizes, ("bert_tiny", "bert_mini", "bert_small")),
                                   ("--sections", args.sections, SECTIONS),
                                   ("--precisions", (args.precisions or "fp32").split(","), ("fp32", "bf16"))):

@@ -43,6 +43,8 @@ class PretrainingModule(ClipsWithFusedOptimizers):
     `bertlab.data.masking.mask_tokens`. `compile` compiles the model's forward
     with torch.compile (the parameter names, and so the checkpoints, stay the same).
     `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`.
+    `dropout` (a probability) replaces the model's dropout while pretraining; the checkpoint's
+    config keeps the model's values, which fine-tuning then uses.
     """
 
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
@@ -50,7 +52,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
                  nsp: bool = False, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
                  random_replace_prob: float = 0.1, special_token_ids: Sequence[int] = (), seed: int = 0,
-                 compile: bool = False, unigram_output_bias: bool = True):
+                 compile: bool = False, unigram_output_bias: bool = True, dropout: float | None = None):
         super().__init__()
         model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
         if not 0 <= mask_token_id < model_config.vocab_size:
@@ -58,6 +60,8 @@ class PretrainingModule(ClipsWithFusedOptimizers):
                               f"(size {model_config.vocab_size})")
         if seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {seed}")
+        if dropout is not None and not 0 <= dropout < 1:
+            raise ConfigError(f"task.dropout must be a probability in [0, 1) or null, got {dropout}")
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
         config = model_config.to_dict()
         special_token_ids = [int(token) for token in special_token_ids]
@@ -65,6 +69,8 @@ class PretrainingModule(ClipsWithFusedOptimizers):
         self.optimizer_factory = optimizer
         self.scheduler_factory = scheduler
         self.model = BertForPreTraining(model_config) if nsp else BertForMaskedLM(model_config)
+        if dropout is not None:
+            self.model.set_dropout(dropout)
         if compile:
             self.model.compile()
         self.val_loss = MeanMetric()
