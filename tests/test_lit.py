@@ -370,6 +370,22 @@ def test_classification_uses_a_given_model_and_stores_its_config():
         ClassificationModule(optimizer=adamw())
 
 
+def test_classification_freezes_the_named_parameters(tmp_path):
+    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=1e-2),
+                                  freeze=["bert.embeddings.word_embeddings.*", "bert.encoder.layer.0.*"])
+    before = {name: param.detach().clone() for name, param in module.model.named_parameters()}
+    trainer(tmp_path, max_steps=3, logger=False).fit(module, loader([classification_batch()] * 3))
+
+    changed = {name for name, param in module.model.named_parameters() if not torch.equal(param, before[name])}
+    frozen = {name for name in before if name == "bert.embeddings.word_embeddings.weight"
+              or name.startswith("bert.encoder.layer.0.")}
+    assert len(frozen) == 17 and not changed & frozen
+    assert {"bert.embeddings.position_embeddings.weight", "bert.encoder.layer.1.output.dense.weight",
+            "classifier.weight"} <= changed
+    with pytest.raises(ConfigError, match=r"task.freeze: 'bert.embedding.\*' matches no parameter"):
+        ClassificationModule(tiny_config(), freeze=["bert.embedding.*"])
+
+
 # --- callbacks -------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

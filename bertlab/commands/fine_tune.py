@@ -30,9 +30,8 @@ def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> Bert
               "label2id": {name: index for index, name in enumerate(label_names)},
               "num_labels": len(label_names)}
     if cfg.model.init_from:
-        model = BertForSequenceClassification.from_pretrained(
+        model = BertForSequenceClassification.from_pretrained(  # logs which weights are loaded and new
             cfg.model.init_from, **labels, **run.model_overrides(cfg.model))
-        print(model.load_report)
     else:
         model = BertForSequenceClassification(run.model_config(
             cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
@@ -67,7 +66,7 @@ def fine_tune(cfg: DictConfig) -> None:
     datamodule = instantiate(cfg.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only
     datamodule.setup("fit")
     model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names)
-    module = instantiate(cfg.task, _partial_=True)(
+    module = instantiate(cfg.task, _partial_=True, _convert_="all")(
         model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
     export = ExportPretrained(str(run_dir / "checkpoint"), weights="best", tokenizer=datamodule.tokenizer)
     trainer = run.build_trainer(cfg, [export], resume_from=checkpoint)

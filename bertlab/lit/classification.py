@@ -3,7 +3,8 @@ classification (num_labels >= 2) or regression (num_labels == 1)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
 from typing import Any, Callable
 
 import torch
@@ -27,17 +28,30 @@ def _validation_metrics(config: BertConfig) -> MetricCollection:
     return MetricCollection(metrics, prefix="val/")
 
 
+def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str]) -> None:
+    """Stops training the parameters whose names match any of the glob `patterns`."""
+    names = [name for name, _ in model.named_parameters()]
+    for pattern in patterns:
+        if not any(fnmatchcase(name, pattern) for name in names):
+            raise ConfigError(f"task.freeze: {pattern!r} matches no parameter of the model; names look like "
+                              f"{names[0]!r} or {names[-1]!r}")
+    for name, parameter in model.named_parameters():
+        if any(fnmatchcase(name, pattern) for pattern in patterns):
+            parameter.requires_grad_(False)
+
+
 class ClassificationModule(ClipsWithFusedOptimizers):
     """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).
     `optimizer` and `scheduler` are Hydra partials (see bertlab.lit.optim); `layerwise_lr_decay`
-    scales each encoder layer's learning rate down from the head."""
+    scales each encoder layer's learning rate down from the head; `freeze` names parameters (glob
+    patterns such as `bert.embeddings.word_embeddings.*`) that keep their pretrained values."""
 
     def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
                  layerwise_lr_decay: float | None = None, model: BertForSequenceClassification | None = None,
-                 compile: bool = False):
+                 compile: bool = False, freeze: Sequence[str] = ()):
         super().__init__()
         if model is None:
             if config is None:
@@ -54,6 +68,7 @@ class ClassificationModule(ClipsWithFusedOptimizers):
         self.optimizer_factory = optimizer
         self.scheduler_factory = scheduler
         self.model = model
+        freeze_parameters(model, freeze)
         if compile:
             self.model.compile()
         self.regression = model.config.num_labels == 1
