@@ -26,29 +26,37 @@ def train_tokenizer(
 ) -> Tokenizer:
     """Train a WordPiece vocabulary of at most `vocab_size` entries; special tokens get ids 0..4.
 
-    `tokenizers` breaks ties between equally frequent merges in hash-map order, so two trainings on
-    the same texts may differ slightly (huggingface/tokenizers#1794): save the result and reuse it.
+    The same texts give the same vocabulary, ids included. `tokenizers` numbers the "##c" pieces in
+    hash-map order and breaks ties between equally frequent merges by those numbers
+    (huggingface/tokenizers#1794), so the trainer gets them up front, sorted, as extra special
+    tokens; the tokenizer returned has only BERT's own. `texts` is read twice (an iterator is
+    turned into a list first).
     """
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ConfigError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=_CONTINUATION_PREFIX))
-    tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase
-    )
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.decoder = decoders.WordPiece(prefix=_CONTINUATION_PREFIX)
+    if iter(texts) is texts:
+        texts = list(texts)
+    tokenizer = _bert_tokenizer(lowercase=lowercase)
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=[*SPECIAL_TOKENS, *_continuation_pieces(tokenizer, texts)],
         limit_alphabet=1000,
         continuing_subword_prefix=_CONTINUATION_PREFIX,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     if tokenizer.get_vocab_size() <= len(SPECIAL_TOKENS):
         raise DataError("cannot train a tokenizer: the training texts contain no words")
-    _add_bert_post_processor(tokenizer)
-    return tokenizer
+    return _bert_tokenizer(tokenizer.get_vocab(), lowercase=lowercase)
+
+
+def _continuation_pieces(tokenizer: Tokenizer, texts: Iterable[str]) -> list[str]:
+    """"##c" for every character c that follows another inside a word of `texts`, sorted."""
+    characters = set()
+    for text in texts:
+        for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(tokenizer.normalizer.normalize_str(text)):
+            characters.update(word[1:])
+    return [_CONTINUATION_PREFIX + character for character in sorted(characters)]
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
@@ -146,25 +154,28 @@ def _load_vocab_txt(file: Path) -> Tokenizer:
     if not tokens:
         raise CheckpointError(f"vocabulary file {file} is empty: expected one WordPiece token per line")
     config = _read_tokenizer_config(file.parent / "tokenizer_config.json")
-    lowercase = config.get("do_lower_case", True)
-    tokenizer = Tokenizer(
-        models.WordPiece(
-            vocab={token: index for index, token in enumerate(tokens)},
-            unk_token="[UNK]",
-            continuing_subword_prefix=_CONTINUATION_PREFIX,
-        )
-    )
-    tokenizer.add_special_tokens([token for token in SPECIAL_TOKENS if token in tokens])
-    tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=True,
-        handle_chinese_chars=config.get("tokenize_chinese_chars", True),
+    return _bert_tokenizer(
+        {token: index for index, token in enumerate(tokens)},
+        lowercase=config.get("do_lower_case", True),
         strip_accents=config.get("strip_accents"),
-        lowercase=lowercase,
+        handle_chinese_chars=config.get("tokenize_chinese_chars", True),
+    )
+
+
+def _bert_tokenizer(vocab: dict[str, int] | None = None, *, lowercase: bool, strip_accents: bool | None = None,
+                    handle_chinese_chars: bool = True) -> Tokenizer:
+    """BERT's normaliser, pre-tokenizer and decoder around a WordPiece model of `vocab` (None: an
+    empty one, to train); its special tokens are added, and the [CLS] A [SEP] post-processor."""
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix=_CONTINUATION_PREFIX))
+    tokenizer.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=handle_chinese_chars, strip_accents=strip_accents, lowercase=lowercase
     )
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=_CONTINUATION_PREFIX)
-    if "[CLS]" in tokens and "[SEP]" in tokens:
-        _add_bert_post_processor(tokenizer)
+    if vocab:
+        tokenizer.add_special_tokens([token for token in SPECIAL_TOKENS if token in vocab])
+        if "[CLS]" in vocab and "[SEP]" in vocab:
+            _add_bert_post_processor(tokenizer)
     return tokenizer
 
 

@@ -114,3 +114,15 @@ def test_training_needs_words_and_room_for_them():
         train_tokenizer(["", "   "], vocab_size=100)
     with pytest.raises(ConfigError, match="vocab_size"):
         train_tokenizer(TRAINING_TEXTS, vocab_size=5)
+
+
+def test_training_gives_the_same_vocabulary_every_time():
+    # Many equally frequent pieces: tokenizers' own trainer numbers them differently from one training to the next.
+    texts = ["the cat sat on the mat", "a dog ate the bone", "wel come to tok en izers libr ary"] * 3
+    vocabularies = {json.dumps(train_tokenizer(iter(texts), vocab_size=60, min_frequency=1).get_vocab(), sort_keys=True)
+                    for _ in range(10)}
+    assert len(vocabularies) == 1
+    (vocabulary,) = vocabularies
+    assert {"##a", "##t", "the"} <= set(json.loads(vocabulary))
+    assert special_token_ids(train_tokenizer(texts, vocab_size=60, min_frequency=1)) == {
+        "pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}

@@ -99,6 +99,18 @@ def _documents_batch(batch: dict[str, list], text_column: str) -> dict[str, list
     return {"sentences": group_documents(batch[text_column])}
 
 
+class _Sentences:
+    """The sentences of a documents dataset, readable more than once (the tokenizer trainer reads them twice)."""
+
+    def __init__(self, documents: datasets.Dataset):
+        self.documents = documents
+
+    def __iter__(self) -> Iterator[str]:
+        for batch in self.documents.iter(batch_size=1000):
+            for document in batch["sentences"]:
+                yield from document
+
+
 def _tokenize_batch(batch: dict[str, list], tokenizer: Tokenizer) -> dict[str, list]:
     """Token ids per sentence, without special tokens; empty sentences and documents are dropped."""
     sentences = [sentence for document in batch["sentences"] for sentence in document]
@@ -456,13 +468,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         directory = self.cache_dir / f"tokenizer-{fingerprint}"
         if (directory / "tokenizer.json").is_file():
             return load_tokenizer(directory)
-        sentences = (
-            sentence
-            for batch in documents.iter(batch_size=1000)
-            for document in batch["sentences"]
-            for sentence in document
-        )
-        tokenizer = train_tokenizer(sentences, self.vocab_size, lowercase=self.lowercase)
+        tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size, lowercase=self.lowercase)
         save_tokenizer(tokenizer, directory)
         logger.info(
             "trained a %d-token WordPiece vocabulary on %s, saved to %s",
