@@ -23,21 +23,22 @@ from torch import nn
 
 from bertlab import BertConfig, BertForMaskedLM
 from bertlab import dropout as bertlab_dropout
+from bertlab.lit.masking import mask_tokens
 from bertlab.model import IGNORE_INDEX, BertLayer
+from bertlab.training.app import model_preset
 
 BATCH, LENGTH, MASK_FRACTION = 32, 128, 0.15
 WARMUP_STEPS, TIMED_STEPS = 3, 10
-BERT_TINY = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512)
-BERT_MINI = dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
 
 
 def mlm_batch(vocab_size: int, seed: int = 0) -> dict[str, torch.Tensor]:
     """Random tokens, every row full length, MASK_FRACTION of positions labelled."""
     generator = torch.Generator().manual_seed(seed)
     input_ids = torch.randint(1000, vocab_size, (BATCH, LENGTH), generator=generator)
-    labelled = torch.rand(input_ids.shape, generator=generator) < MASK_FRACTION
-    labels = torch.where(labelled, input_ids, IGNORE_INDEX)
-    input_ids = input_ids.masked_fill(labelled, 103)  # [MASK] in the BERT uncased vocabulary
+    input_ids, labels = mask_tokens(input_ids, torch.zeros_like(input_ids), vocab_size=vocab_size,
+                                    mask_token_id=103,  # [MASK] in the BERT uncased vocabulary
+                                    generator=generator, mlm_probability=MASK_FRACTION, mask_replace_prob=1.0,
+                                    random_replace_prob=0.0)
     return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels)
 
 
@@ -121,11 +122,11 @@ def mib(n_bytes: int) -> str:
 
 def main() -> None:
     torch.manual_seed(0)
-    config = BertConfig(**BERT_TINY, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    config = BertConfig.from_dict(model_preset("bert_tiny"))
     model = BertForMaskedLM(config).train()
     batch = mlm_batch(config.vocab_size)
     labelled = int((batch["labels"] != IGNORE_INDEX).sum())
-    print(f"bert-tiny {BERT_TINY}, vocab {config.vocab_size}, batch {BATCH} x {LENGTH}, "
+    print(f"bert-tiny {model_preset('bert_tiny')}, vocab {config.vocab_size}, batch {BATCH} x {LENGTH}, "
           f"{labelled} labelled positions ({labelled / (BATCH * LENGTH):.1%}); "
           f"{torch.get_num_threads()} torch threads; median of {TIMED_STEPS} steps after {WARMUP_STEPS}")
     print(f"{'MLM step (fwd+bwd+AdamW)':<44}{'median':>10}{'tokens/s':>11}{'kept for backward':>20}")
@@ -148,10 +149,10 @@ def main() -> None:
         print("speed-up over sparse prediction: " + ", ".join(
             f"{name} {baseline / seconds:.2f}x" for name, seconds in results.items() if seconds != baseline) + "\n")
 
-    config = BertConfig(**BERT_MINI)
+    config = BertConfig.from_dict(model_preset("bert_mini"))
     model = BertForMaskedLM(config).train()
     batch = mlm_batch(config.vocab_size)
-    print(f"bert-mini {BERT_MINI}, batch {BATCH} x {LENGTH}, sparse MLM: activations kept for backward")
+    print(f"bert-mini {model_preset('bert_mini')}, batch {BATCH} x {LENGTH}, sparse MLM: activations kept for backward")
     without = activation_bytes(model, sparse_loss, batch)
     model.gradient_checkpointing_enable()
     with_checkpointing = activation_bytes(model, sparse_loss, batch)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from bertlab.checkpoint import PretrainedMixin
+from bertlab.hf_format import PretrainedMixin
 from bertlab.config import BertConfig
 from bertlab.dropout import Dropout, dropout
 from bertlab.errors import ConfigError
@@ -149,11 +149,11 @@ class BertSelfAttention(nn.Module):
 
 
 class BertSelfOutput(nn.Module):
-    """dense → dropout → residual → LayerNorm (post-LN), used after attention and after the MLP."""
+    """dense → dropout → residual → LayerNorm (post-LN), after attention."""
 
-    def __init__(self, in_features: int, config: BertConfig):
+    def __init__(self, config: BertConfig, in_features: int | None = None):
         super().__init__()
-        self.dense = nn.Linear(in_features, config.hidden_size)
+        self.dense = nn.Linear(in_features or config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
 
@@ -165,7 +165,7 @@ class BertAttention(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.self = BertSelfAttention(config)
-        self.output = BertSelfOutput(config.hidden_size, config)
+        self.output = BertSelfOutput(config)
 
     def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
         context, probs = self.self(hidden_states, attention_bias, output_attentions, eager)
@@ -182,12 +182,19 @@ class BertIntermediate(nn.Module):
         return self.activation(self.dense(hidden_states))
 
 
+class BertOutput(BertSelfOutput):
+    """The same after the feed-forward network: intermediate_size → hidden_size."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config, config.intermediate_size)
+
+
 class BertLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.attention = BertAttention(config)
         self.intermediate = BertIntermediate(config)
-        self.output = BertSelfOutput(config.intermediate_size, config)
+        self.output = BertOutput(config)
 
     def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
         attended, probs = self.attention(hidden_states, attention_bias, output_attentions, eager)

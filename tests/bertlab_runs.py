@@ -37,10 +37,12 @@ def pretraining(data_dir: Path, cache_dir: Path, run_dir: Path, *overrides: str)
 
 
 def fine_tuning(data_dir: Path, tokenizer: Path, run_dir: Path, *overrides: str) -> list[str]:
-    """`fine-tune` from scratch on the synthetic SST-2 with `tokenizer`."""
+    """`fine-tune` from scratch on the synthetic SST-2 with `tokenizer`; with a `model.init_from=…`
+    override, from that checkpoint (whose architecture the model size overrides must then leave alone)."""
+    from_checkpoint = any(item.startswith("model.init_from=") and item != "model.init_from=null" for item in overrides)
     return ["fine-tune", "+recipe=sst2", "model.init_from=null", f"data.tokenizer={tokenizer}",
-            f"data.source={data_dir / 'sst2'}", *TINY_MODEL, "data.batch_size=8", "data.max_seq_length=32",
-            *FP32, *QUIET, f"hydra.run.dir={run_dir}", *overrides]
+            f"data.source={data_dir / 'sst2'}", *([] if from_checkpoint else TINY_MODEL), "data.batch_size=8",
+            "data.max_seq_length=32", *FP32, *QUIET, f"hydra.run.dir={run_dir}", *overrides]
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import bertlab.checkpoint
+import bertlab.hf_format
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.errors import CheckpointError, ConfigError
 
@@ -274,7 +274,7 @@ def test_save_is_atomic_when_writing_weights_fails(tmp_path, monkeypatch):
             handle.write(b"partial")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(bertlab.checkpoint, "save_file", fail_half_way)
+    monkeypatch.setattr(bertlab.hf_format, "save_file", fail_half_way)
     new = BertForSequenceClassification(small_config(num_labels=4))
     with pytest.raises(OSError, match="No space left"):
         new.save_pretrained(tmp_path)

@@ -55,9 +55,9 @@ def fine_tuned(workspace, pretrained) -> Path:
 
 
 def test_train_writes_every_output(pretrained: Path):
-    for name in ("config.yaml", "metrics.csv", "metrics.json", "metrics.png", "checkpoints/last.ckpt",
-                 "checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/vocab.txt",
-                 "checkpoint/tokenizer.json"):
+    for name in ("config.yaml", "metrics.csv", "metrics.json", "metrics.png", "lightning_checkpoints/last.ckpt",
+                 "hf_model/config.json", "hf_model/model.safetensors", "hf_model/vocab.txt",
+                 "hf_model/tokenizer.json"):
         assert (pretrained / name).is_file(), name
     latest = pretrained.parent / "latest"
     assert latest.is_symlink() and latest.resolve() == pretrained.resolve()
@@ -68,7 +68,7 @@ def test_train_writes_every_output(pretrained: Path):
 
 def test_transformers_reproduces_pretrained_predictions(pretrained: Path):
     transformers = pytest.importorskip("transformers")
-    checkpoint = pretrained / "checkpoint"
+    checkpoint = pretrained / "hf_model"
     text = "the first document says something . and then more"
     theirs_tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
     ours_tokenizer = load_tokenizer(checkpoint)
@@ -84,7 +84,7 @@ def test_transformers_reproduces_pretrained_predictions(pretrained: Path):
 
 def test_fine_tune_exports_a_classifier_transformers_agrees_with(fine_tuned: Path):
     transformers = pytest.importorskip("transformers")
-    checkpoint = fine_tuned / "checkpoint"
+    checkpoint = fine_tuned / "hf_model"
     config = json.loads((checkpoint / "config.json").read_text())
     assert config["id2label"] == {"0": "negative", "1": "positive"}
     assert config["architectures"] == ["BertForSequenceClassification"]
@@ -105,7 +105,7 @@ def test_fine_tune_exports_a_classifier_transformers_agrees_with(fine_tuned: Pat
 def test_evaluate_prints_and_writes_metrics(workspace, fine_tuned: Path, tiny_data_dir: Path):
     root, env = workspace
     output = root / "eval.json"
-    result = bertlab("evaluate", str(fine_tuned / "checkpoint"), "--data", str(tiny_data_dir / "sst2"),
+    result = bertlab("evaluate", str(fine_tuned / "hf_model"), "--data", str(tiny_data_dir / "sst2"),
                      "--output", str(output), env=env, cwd=root)
     assert "accuracy:" in result.stdout
     metrics = json.loads(output.read_text())
@@ -114,7 +114,7 @@ def test_evaluate_prints_and_writes_metrics(workspace, fine_tuned: Path, tiny_da
 
 def test_predict_sentences_and_files(workspace, fine_tuned: Path, tiny_data_dir: Path):
     root, env = workspace
-    checkpoint = str(fine_tuned / "checkpoint")
+    checkpoint = str(fine_tuned / "hf_model")
     result = bertlab("predict", checkpoint, "a wonderful film", "dull", env=env, cwd=root)
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [row["text"] for row in rows] == ["a wonderful film", "dull"]
@@ -133,6 +133,6 @@ def test_scratch_control_runs_with_the_pretrained_vocabulary(workspace, pretrain
     run_dir = root / "outputs" / "sst2_scratch" / "run1"
     bertlab("fine-tune", "+recipe=sst2_scratch", *TINY_MODEL, *SHORT_RUN, "data.limit_train_samples=64",
             f"hydra.run.dir={run_dir}", env=env, cwd=root)
-    config = json.loads((run_dir / "checkpoint" / "config.json").read_text())
-    assert config["vocab_size"] == load_tokenizer(pretrained / "checkpoint").get_vocab_size()
+    config = json.loads((run_dir / "hf_model" / "config.json").read_text())
+    assert config["vocab_size"] == load_tokenizer(pretrained / "hf_model").get_vocab_size()
     assert config["hidden_size"] == 32

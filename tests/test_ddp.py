@@ -32,14 +32,14 @@ def test_mlm_tiny_on_two_processes_writes_one_folder_from_rank_zero(tiny_data_di
     assert "GLOBAL_RANK: 1, MEMBER: 2/2" in output
     written = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
                      if path.is_file() and "cache" not in path.parts)
-    assert written == ["run/.hydra/config.yaml", "run/.hydra/hydra.yaml", "run/.hydra/overrides.yaml",
-                       "run/checkpoint/config.json", "run/checkpoint/model.safetensors",
-                       "run/checkpoint/special_tokens_map.json", "run/checkpoint/tokenizer.json",
-                       "run/checkpoint/tokenizer_config.json", "run/checkpoint/vocab.txt",
-                       "run/checkpoints/last.ckpt", "run/checkpoints/step=2.ckpt", "run/checkpoints/step=4.ckpt",
+    assert written == sorted(["run/.hydra/config.yaml", "run/.hydra/hydra.yaml", "run/.hydra/overrides.yaml",
+                       "run/hf_model/config.json", "run/hf_model/model.safetensors",
+                       "run/hf_model/special_tokens_map.json", "run/hf_model/tokenizer.json",
+                       "run/hf_model/tokenizer_config.json", "run/hf_model/vocab.txt",
+                       "run/lightning_checkpoints/last.ckpt", "run/lightning_checkpoints/step=2.ckpt", "run/lightning_checkpoints/step=4.ckpt",
                        "run/config.yaml", "run/hparams.yaml", "run/metrics.csv", "run/metrics.json",
-                       "run/metrics.png", "run/mlm_tiny.log"]
-    last = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+                       "run/metrics.png", "run/mlm_tiny.log"])
+    last = torch.load(run_dir / "lightning_checkpoints" / "last.ckpt", weights_only=True)
     assert last["global_step"] == 4
     assert last["PretrainingDataModule"]["train_sampler"]["num_replicas"] == 2
 
@@ -68,7 +68,7 @@ def first_steps(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
         else:
             outcome = run_in_process(argv)
             assert outcome.code == 0, outcome.err
-        weights[name] = load_file(run_dir / "checkpoint" / "model.safetensors")
+        weights[name] = load_file(run_dir / "hf_model" / "model.safetensors")
     return weights
 
 

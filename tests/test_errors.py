@@ -49,8 +49,8 @@ def assert_one_line_error(outcome, expected: str, code: int = 1) -> None:
 
 def assert_no_results(run_dir: Path) -> None:
     """Nothing a later step would take for a result: no exported model, no checkpoint, no metrics."""
-    assert not (run_dir / "checkpoint").exists()
-    assert not list(run_dir.glob("checkpoints/*"))
+    assert not (run_dir / "hf_model").exists()
+    assert not list(run_dir.glob("lightning_checkpoints/*"))
     assert not (run_dir / "metrics.csv").exists()
 
 
@@ -140,7 +140,7 @@ def test_undecodable_and_empty_corpus_lines_are_skipped_and_counted(tiny_data_di
                                          "trainer.val_check_interval=2"), capsys)
     assert outcome.code == 0, outcome.err
     assert "skipped 2 line(s)" in (run_dir / "mlm_tiny.log").read_text()
-    assert (run_dir / "checkpoint" / "model.safetensors").is_file()
+    assert (run_dir / "hf_model" / "model.safetensors").is_file()
 
 
 def test_resume_from_a_corrupted_lightning_checkpoint(tiny_data_dir, workspace, capsys):
@@ -161,11 +161,11 @@ def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tiny_
                              capsys)
     assert_one_line_error(outcome, "became NaN or inf after training step 1 (global step, 0-based); stopped "
                                    "without saving the diverged weights; checkpoints saved before it are kept in")
-    assert sorted(path.name for path in (run_dir / "checkpoints").iterdir()) == ["last.ckpt", "step=1.ckpt"]
-    last = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    assert sorted(path.name for path in (run_dir / "lightning_checkpoints").iterdir()) == ["last.ckpt", "step=1.ckpt"]
+    last = torch.load(run_dir / "lightning_checkpoints" / "last.ckpt", weights_only=True)
     assert last["global_step"] == 1
     assert all(torch.isfinite(tensor).all() for tensor in last["state_dict"].values())
-    assert not (run_dir / "checkpoint").exists()
+    assert not (run_dir / "hf_model").exists()
 
 
 def write_split(path: Path, labels: list, column: str = "label") -> None:

@@ -14,14 +14,13 @@ from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
-from bertlab.callbacks import (ExportPretrained, FiniteLossGuard, MetricsArtifacts, ValidateFinalStep,
-                               summarise_metrics)
 from bertlab.config import BertConfig
-from bertlab.data.masking import mask_tokens
+from bertlab.lit.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, ValidateFinalStep
+from bertlab.lit.masking import mask_tokens, masking_generator
 from bertlab.errors import BertlabError, ConfigError, DataError
 from bertlab.lit import ClassificationModule, PretrainingModule
 from bertlab.lit.optim import build_optimizer, parameter_groups, warmup_schedule
-from bertlab.lit.pretraining import masking_generator
+from bertlab.metrics import summarise_metrics
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, train_tokenizer
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertlab.data.masking import IGNORE_INDEX, mask_tokens
+from bertlab.lit.masking import mask_tokens
+from bertlab.model import IGNORE_INDEX
 from bertlab.errors import ConfigError
 
 VOCAB_SIZE = 1000

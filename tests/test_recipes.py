@@ -1,30 +1,44 @@
-"""Every recipe composes under the command it names, resolves, and builds its objects' classes."""
+"""Every recipe composes under the command it names, resolves, and every `_target_` in it (Hydra's
+callbacks included) names an importable class or function."""
 
 from __future__ import annotations
 
 import pytest
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
-from hydra.utils import get_class, get_method
-from omegaconf import OmegaConf, open_dict
+from hydra.utils import get_object
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from bertlab import hydra_app, run
 from bertlab.cli import recipe_names
+from bertlab.training.app import register_configs
+from bertlab.training.model_group import model_config
 
 PRIMARY = {"train": "train", "fine-tune": "fine_tune"}
 
 
-def compose_recipe(name: str, command: str, tmp_path, overrides=()):
-    hydra_app.register_resolvers()
-    hydra_app.register_recipes()
+def compose_recipe(name: str, command: str, tmp_path, overrides=(), keep_hydra: bool = False):
+    register_configs()
     with initialize_config_module("bertlab.conf", version_base="1.3"):
         cfg = compose(PRIMARY[command], overrides=[f"+recipe={name}", *overrides], return_hydra_config=True)
     with open_dict(cfg):
         cfg.hydra.runtime.output_dir = str(tmp_path)
     HydraConfig.instance().set_config(cfg)
-    with open_dict(cfg):
-        del cfg["hydra"]  # the ${hydra:…} resolver reads the instance set above
+    if not keep_hydra:
+        with open_dict(cfg):
+            del cfg["hydra"]  # the ${hydra:…} resolver reads the instance set above
     return cfg
+
+
+def targets(node) -> list[str]:
+    """Every `_target_` string below `node`."""
+    if isinstance(node, (DictConfig, ListConfig)) and node._is_none():
+        return []
+    if isinstance(node, DictConfig):
+        found = [node._target_] if isinstance(node.get("_target_"), str) else []
+        return found + [target for key in node for target in targets(node._get_node(key))]
+    if isinstance(node, ListConfig):
+        return [target for index in range(len(node)) for target in targets(node._get_node(index))]
+    return []
 
 
 def command_of(name: str) -> str:
@@ -39,11 +53,17 @@ def test_recipe_composes_and_resolves(name, tmp_path, monkeypatch):
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert resolved["paths"]["run_dir"] == str(tmp_path)
     assert resolved["data"]["source"].startswith(str(tmp_path / "data"))
-    for group in ("data", "task", "trainer"):
-        get_class(cfg[group]._target_)
-    get_class(cfg.optimizer._target_)
-    get_method(cfg.scheduler._target_)
-    run.model_config(cfg.model, vocab_size=100)
+    model_config(cfg.model, vocab_size=100)
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_target_of_a_recipe_resolves(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
+    cfg = compose_recipe(name, command_of(name), tmp_path, keep_hydra=True)
+    found = targets(cfg)
+    assert {"bertlab.training.preflight.Preflight", "lightning.pytorch.Trainer"} <= set(found)
+    for target in found:
+        get_object(target)
 
 
 def test_recipe_names_its_command():

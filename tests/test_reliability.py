@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertlab.run import AtomicCheckpointIO
+from bertlab.lit.callbacks import AtomicCheckpointIO
 from bertlab_runs import pretraining, run_in_process, sha256, start_child
 
 # ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.
@@ -50,7 +50,7 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     outcome = run_in_process(args("first", "seed=0"))  # also fills the cache the others share
     assert outcome.code == 0, outcome.err
     child = start_child(args("killed", "seed=0"), root / "killed.log")
-    killer = threading.Thread(target=kill_when_checkpointed, args=(child, root / "killed" / "checkpoints"))
+    killer = threading.Thread(target=kill_when_checkpointed, args=(child, root / "killed" / "lightning_checkpoints"))
     killer.start()
     for name, seed in (("again", 0), ("other_seed", 1)):
         outcome = run_in_process(args(name, f"seed={seed}"))
@@ -60,7 +60,7 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     assert child.returncode == -signal.SIGKILL, (root / "killed.log").read_text()
     assert not (root / "killed" / "checkpoint").exists()  # it never finished
 
-    killed_checkpoint = root / "killed" / "checkpoints" / "last.ckpt"
+    killed_checkpoint = root / "killed" / "lightning_checkpoints" / "last.ckpt"
     outcome = run_in_process(args("forked", "seed=0", f"resume={killed_checkpoint}"))
     assert outcome.code == 0, outcome.err
     outcome = run_in_process(args("killed", "seed=0", "resume=auto"))
@@ -69,7 +69,7 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 
 def weights(run_dir: Path) -> str:
-    return sha256(run_dir / "checkpoint" / "model.safetensors")
+    return sha256(run_dir / "hf_model" / "model.safetensors")
 
 
 def metrics(run_dir: Path) -> list[dict[str, str]]:
@@ -100,8 +100,8 @@ def test_other_seed_gives_other_weights_and_metrics(runs):
 def test_resumed_run_ends_bitwise_identical_to_an_uninterrupted_one(runs, name):
     assert weights(runs[name]) == weights(runs["first"])
     assert metrics(runs[name]) == metrics(runs["first"])
-    uninterrupted = torch.load(runs["first"] / "checkpoints" / "last.ckpt", weights_only=True)
-    resumed = torch.load(runs[name] / "checkpoints" / "last.ckpt", weights_only=True)
+    uninterrupted = torch.load(runs["first"] / "lightning_checkpoints" / "last.ckpt", weights_only=True)
+    resumed = torch.load(runs[name] / "lightning_checkpoints" / "last.ckpt", weights_only=True)
     assert resumed["global_step"] == uninterrupted["global_step"] == 22
     for key, value in uninterrupted["state_dict"].items():
         assert torch.equal(resumed["state_dict"][key], value), key
@@ -113,14 +113,14 @@ def test_resumed_run_ends_bitwise_identical_to_an_uninterrupted_one(runs, name):
 
 @pytest.mark.slow
 def test_checkpoints_every_validation_and_at_the_end_newest_two_kept(runs):
-    checkpoints = runs["first"] / "checkpoints"
+    checkpoints = runs["first"] / "lightning_checkpoints"
     # 22 is no multiple of the interval: the final step gets a validation (and a checkpoint) of its own.
     assert sorted(path.name for path in checkpoints.iterdir()) == ["last.ckpt", "step=20.ckpt", "step=22.ckpt"]
     assert torch.load(checkpoints / "last.ckpt", weights_only=True)["global_step"] == 22
 
 
 def test_interrupted_checkpoint_save_leaves_the_previous_file_whole(tmp_path, monkeypatch):
-    path = tmp_path / "checkpoints" / "last.ckpt"
+    path = tmp_path / "lightning_checkpoints" / "last.ckpt"
     io = AtomicCheckpointIO()
     io.save_checkpoint({"global_step": 1, "weights": torch.ones(1000)}, path)
     good = path.read_bytes()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bertlab.run import summary as run_summary
+from bertlab.metrics import run_summary
 from bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
 
 

@@ -13,8 +13,8 @@ import transformers
 from bertlab.bench.clock import Measurement, autocast, interleave, synchronize
 from bertlab.bench.report import Result
 from bertlab.bench.training import PRECISIONS
-from bertlab.commands.predict import predict
 from bertlab.data.sources import load_dataset_source
+from bertlab.inference import predict
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer
 

@@ -21,12 +21,8 @@ from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
 from bertlab.config import BertConfig
 from bertlab.lit.pretraining import PretrainingModule
+from bertlab.training.app import model_preset
 
-SIZES = {
-    "bert_tiny": {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 512},
-    "bert_mini": {"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024},
-    "bert_small": {"num_hidden_layers": 4, "hidden_size": 512, "num_attention_heads": 8, "intermediate_size": 2048},
-}
 HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
              "pad_token_id")
 
@@ -55,7 +51,7 @@ class MlmSetup:
 
 
 def mlm_config(size: str, vocab_size: int = 30522, **switches) -> BertConfig:
-    return BertConfig(vocab_size=vocab_size, **SIZES[size], **switches)
+    return BertConfig.from_dict({**model_preset(size), "vocab_size": vocab_size, **switches})
 
 
 def mlm_examples(setup: MlmSetup, special_ids: dict[str, int]) -> list[dict[str, list[int]]]:

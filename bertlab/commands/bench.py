@@ -183,10 +183,7 @@ def sst2_results(args: argparse.Namespace, model_dir: str, model_name: str, devi
         setup = fine_tuning.FineTuneSetup(sst2_dir, model_dir, model_name, device, args.fine_tune_steps,
                                           args.warmup, batch_size=args.batch_size)
         results += progress.show(fine_tuning.compare(setup, precisions, args.repeats))
-    if "inference" in wanted and device.type != "cpu":
-        # predict() feeds the model CPU tensors; it needs moving batches to the model's device first.
-        print("skipping inference: bertlab.commands.predict.predict runs on the CPU only", file=sys.stderr)
-    elif "inference" in wanted:
+    if "inference" in wanted:
         texts = inference.validation_sentences(sst2_dir, args.inference_sentences)
         results += progress.show(inference.compare(model_dir, model_name, texts, device, precisions, args.repeats))
     return results

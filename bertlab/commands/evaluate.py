@@ -7,11 +7,14 @@ import argparse
 import json
 from pathlib import Path
 
-import lightning as L
+import torch
+import torch.nn.functional as F
 
-from bertlab.data.classification import ClassificationDataModule
-from bertlab.lit.classification import ClassificationModule
+from bertlab.data.classification import ClassificationDataModule, column_values
+from bertlab.inference import classifier_logits
+from bertlab.lit.classification import validation_metrics
 from bertlab.model import BertForSequenceClassification
+from bertlab.tokenizer import special_token_ids
 
 
 def evaluate(checkpoint: str, data: str, *, split: str = "validation", text_column: str = "sentence",
@@ -24,8 +27,17 @@ def evaluate(checkpoint: str, data: str, *, split: str = "validation", text_colu
         label_column=label_column, num_labels=config.num_labels,
         label_names=[config.id2label[i] for i in range(config.num_labels)] if config.num_labels > 1 else None,
         validation_split=split, eval_batch_size=batch_size, max_seq_length=max_seq_length)
-    trainer = L.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False, enable_model_summary=False)
-    (metrics,) = trainer.validate(ClassificationModule(model=model), datamodule=datamodule, verbose=False)
+    datamodule.setup("validate")
+    dataset = datamodule.datasets[split]
+    rows = [dict(row, index=position) for position, row in enumerate(dataset)]
+    logits = classifier_logits(model, rows, column_values(dataset, "length"), batch_size=batch_size,
+                               pad_token_id=special_token_ids(datamodule.tokenizer)["pad"])
+    labels = torch.as_tensor(column_values(dataset, "labels"))
+    if config.num_labels == 1:
+        predictions, loss = logits.squeeze(-1), F.mse_loss(logits.squeeze(-1), labels.float())
+    else:
+        predictions, loss = logits.argmax(-1), F.cross_entropy(logits, labels)
+    metrics = {"loss": loss, **validation_metrics(config)(predictions, labels)}
     return {key.removeprefix("val/"): float(value) for key, value in metrics.items()}
 
 

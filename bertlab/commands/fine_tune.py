@@ -1,28 +1,22 @@
 """`python -m bertlab fine-tune +recipe=sst2 [overrides…]`: a sequence classifier from a bertlab or
 Hugging Face checkpoint (`model.init_from`), or from scratch as the control experiment.
 
-The best checkpoint (on `task.monitor`) is exported to <run>/checkpoint in Hugging Face format.
+The best checkpoint (on `task.monitor`) is exported to <run>/hf_model in Hugging Face format.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 
-import lightning as L
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from bertlab import hydra_app, run
-from bertlab.callbacks import ExportPretrained
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import special_token_ids
-
-log = logging.getLogger("bertlab")
+from bertlab.training.app import launch
+from bertlab.training.fit import fit
+from bertlab.training.model_group import check_vocabulary, init_from_overrides, model_config
 
 
 def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> BertForSequenceClassification:
@@ -31,12 +25,12 @@ def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> Bert
               "num_labels": len(label_names)}
     if cfg.model.init_from:
         model = BertForSequenceClassification.from_pretrained(  # logs which weights are loaded and new
-            cfg.model.init_from, **labels, **run.model_overrides(cfg.model))
+            cfg.model.init_from, **labels, **init_from_overrides(cfg.model))
     else:
-        model = BertForSequenceClassification(run.model_config(
+        model = BertForSequenceClassification(model_config(
             cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
             **labels))
-    run.check_vocabulary(tokenizer, model.config, data_tokenizer(cfg))
+    check_vocabulary(tokenizer, model.config, data_tokenizer(cfg))
     return model
 
 
@@ -57,26 +51,18 @@ def check_init_from(cfg: DictConfig) -> None:
 
 
 def fine_tune(cfg: DictConfig) -> None:
-    started = time.perf_counter()
     check_init_from(cfg)
-    run_dir = run.prepare_run_dir(cfg)
-    checkpoint = run.resume_path(cfg.resume, run_dir)
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
 
-    datamodule = instantiate(cfg.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only
-    datamodule.setup("fit")
-    model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names)
-    module = instantiate(cfg.task, _partial_=True, _convert_="all")(
-        model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
-    export = ExportPretrained(str(run_dir / "checkpoint"), weights="best", tokenizer=datamodule.tokenizer)
-    trainer = run.build_trainer(cfg, [export], resume_from=checkpoint)
-    trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
+    def prepare():
+        datamodule = instantiate(cfg.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only
+        datamodule.setup("fit")
+        model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names)
+        module = instantiate(cfg.task, _partial_=True, _convert_="all")(
+            model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
+        return module, datamodule
 
-    if trainer.is_global_zero:
-        if HydraConfig.get().mode == RunMode.RUN:
-            run.point_latest(run_dir)
-        print(run.summary(run_dir, (time.perf_counter() - started) / 60, cfg.monitor, cfg.monitor_mode))
+    fit(cfg, prepare, export_weights="best", monitor=cfg.monitor, monitor_mode=cfg.monitor_mode)
 
 
 def main(argv: list[str], prog: str) -> None:
-    hydra_app.run("fine_tune", fine_tune, argv, prog)
+    launch("fine_tune", fine_tune, argv, prog)

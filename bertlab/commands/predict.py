@@ -9,14 +9,12 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from bertlab.data.classification import collate, encode_texts
-from bertlab.data.sampling import length_sorted_order
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
+from bertlab.inference import predict
 from bertlab.model import BertForSequenceClassification
-from bertlab.tokenizer import load_tokenizer, special_token_ids
+from bertlab.tokenizer import load_tokenizer
 
 
 def read_inputs(texts: list[str], file: str | None, column: str) -> list[str]:
@@ -31,26 +29,6 @@ def read_inputs(texts: list[str], file: str | None, column: str) -> list[str]:
     dataset = load_dataset_source(str(path), what="prediction inputs")["train"]
     require_columns(dataset, [column], str(path))
     return [str(text) for text in dataset[column]]
-
-
-@torch.inference_mode()
-def predict(model: BertForSequenceClassification, tokenizer, texts: list[str], *, batch_size: int = 64,
-            max_seq_length: int = 128) -> np.ndarray:
-    """Class probabilities [N, num_labels] (or regression values [N, 1]) in input order. Inputs are
-    batched by length so that little compute goes to padding."""
-    model.eval()
-    encoded = encode_texts(tokenizer, texts, max_seq_length=max_seq_length)
-    rows = [{"input_ids": ids, "token_type_ids": types, "index": index}
-            for index, (ids, types) in enumerate(zip(encoded["input_ids"], encoded["token_type_ids"]))]
-    order = length_sorted_order(encoded["length"])
-    pad = special_token_ids(tokenizer)["pad"]
-    outputs = np.zeros((len(texts), model.config.num_labels), dtype=np.float32)
-    for start in range(0, len(order), batch_size):
-        batch = collate([rows[i] for i in order[start:start + batch_size]], pad_token_id=pad)
-        logits = model(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]).logits.float()
-        scores = logits if model.config.num_labels == 1 else logits.softmax(-1)
-        outputs[batch["index"].numpy()] = scores.numpy()
-    return outputs
 
 
 def records(texts: list[str], scores: np.ndarray, id2label: dict[int, str]) -> list[dict]:

@@ -23,6 +23,8 @@ from datasets.fingerprint import Hasher
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
+from bertlab import tokenizer as tokenizer_module
+from bertlab.data import sources as sources_module
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
@@ -41,7 +43,10 @@ PACKING_BATCH_SIZE = 256
 _HEADING = re.compile(r"^(?P<marks>(?:= )+)(?P<title>.*?)(?: =)+$")
 # Split after ., ! or ?, also when a closing quote or bracket follows them.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)])\s+")
-_PIPELINE_SOURCE_HASH = Hasher.hash(Path(__file__).read_bytes())
+# Cached tokenizers and datasets are keyed by the source of every module of the pipeline: a change
+# to any of them rebuilds the cache.
+_PIPELINE_SOURCE_HASH = Hasher.hash([Path(path).read_bytes()
+                                     for path in (__file__, sources_module.__file__, tokenizer_module.__file__)])
 
 
 def group_documents(lines: list[str | None]) -> list[list[str]]:
@@ -290,7 +295,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     documents are held out. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
     cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
-    training step (`bertlab.data.masking.mask_tokens`). Given the tokenizer, the sequences and the
+    training step (`bertlab.lit.masking.mask_tokens`). Given the tokenizer, the sequences and the
     training order depend only on `seed`.
     """
 
@@ -351,7 +356,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
 
     def prepare_data(self) -> None:
         """Build everything once on the main process, so that in multi-process runs every process's
-        `setup` loads the same cached tokenizer (WordPiece training is not deterministic) and data."""
+        `setup` loads the cached tokenizer and data instead of building them again."""
         self.setup()
 
     def setup(self, stage: str | None = None) -> None:

@@ -18,7 +18,8 @@ from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import BertForSequenceClassification
 
 
-def _validation_metrics(config: BertConfig) -> MetricCollection:
+def validation_metrics(config: BertConfig) -> MetricCollection:
+    """The metrics of a validation: Pearson/Spearman/MSE for regression, else accuracy/F1/MCC."""
     if config.num_labels == 1:
         metrics = {"pearson": PearsonCorrCoef(), "spearman": SpearmanCorrCoef(), "mse": MeanSquaredError()}
     else:
@@ -72,7 +73,7 @@ class ClassificationModule(ClipsWithFusedOptimizers):
         if compile:
             self.model.compile()
         self.regression = model.config.num_labels == 1
-        self.val_metrics = _validation_metrics(model.config)
+        self.val_metrics = validation_metrics(model.config)
 
     def _forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor | None = None):
         return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],

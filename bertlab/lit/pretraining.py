@@ -16,22 +16,12 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
 from bertlab.config import BertConfig
-from bertlab.data.masking import mask_tokens
 from bertlab.errors import ConfigError, DataError
+from bertlab.lit.masking import mask_tokens, masking_generator
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
-
-
-def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """A generator seeded from `seed` and the integers naming one batch's place in the run.
-    SeedSequence mixes them, so neighbouring steps get unrelated streams. The draws are reproducible
-    per device type (CPU and CUDA generators are different algorithms)."""
-    mixed = np.random.SeedSequence([seed, *stream]).generate_state(1, dtype=np.uint64)[0]
-    generator = torch.Generator(device=device)
-    generator.manual_seed(int(mixed))
-    return generator
 
 
 class PretrainingModule(ClipsWithFusedOptimizers):
@@ -40,7 +30,7 @@ class PretrainingModule(ClipsWithFusedOptimizers):
     `config`: the model's BertConfig (or its dict, as stored in checkpoints). `optimizer` and
     `scheduler` are Hydra partials (see bertlab.lit.optim); `mask_token_id`, the masking
     probabilities and `special_token_ids` (never drawn as random replacements) feed
-    `bertlab.data.masking.mask_tokens`. `compile` compiles the model's forward
+    `bertlab.lit.masking.mask_tokens`. `compile` compiles the model's forward
     with torch.compile (the parameter names, and so the checkpoints, stay the same).
     `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`.
     `dropout` (a probability) replaces the model's dropout while pretraining; the checkpoint's

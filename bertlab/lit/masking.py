@@ -1,18 +1,29 @@
-"""BERT's masked-language-model corruption, as a pure function of the batch and a random generator.
+"""BERT's masked-language-model corruption, as a pure function of the batch and a random generator,
+and the generator seeded by a batch's place in the run.
 
-It runs inside the training step, so a (seed, step)-seeded generator makes masking reproducible and
-resumable without any state in the data pipeline.
+It runs inside the training step (bertlab.lit.pretraining), so a (seed, step)-seeded generator makes
+masking reproducible and resumable without any state in the data pipeline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from bertlab.errors import ConfigError
+from bertlab.model import IGNORE_INDEX
 
-IGNORE_INDEX = -100
+
+def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A generator seeded from `seed` and the integers naming one batch's place in the run.
+    SeedSequence mixes them, so neighbouring steps get unrelated streams. The draws are reproducible
+    per device type (CPU and CUDA generators are different algorithms)."""
+    mixed = np.random.SeedSequence([seed, *stream]).generate_state(1, dtype=np.uint64)[0]
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(mixed))
+    return generator
 
 
 def mask_tokens(

@@ -1,56 +1,84 @@
-"""Callbacks Lightning lacks: the Hugging Face–format export, metric plots and summaries, a
-validation of the final step, and a stop on a non-finite loss. Checkpointing, early stopping,
+"""Every Lightning callback and plugin bertlab adds: checkpoints written atomically and also at the
+end of training, seeding every step, the Hugging Face–format export, metric plots and summaries, a
+validation of the final step, a stop on a non-finite loss, and token throughput. Early stopping,
 learning-rate and progress display are Lightning's own callbacks, configured in conf/callbacks."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import shutil
+import random
 from pathlib import Path
 from typing import Any
 
 import lightning as L
-import pandas as pd
+import numpy as np
 import torch
-from lightning.pytorch.callbacks import ThroughputMonitor
+from lightning.pytorch.callbacks import ModelCheckpoint, ThroughputMonitor
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.utilities import rank_zero_warn
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from tokenizers import Tokenizer
 
-from bertlab.checkpoint import write_atomically
 from bertlab.errors import BertlabError, ConfigError
-from bertlab.tokenizer import save_tokenizer
-
-# Metrics where lower is better; every other validation metric is best at its maximum.
-_LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
+from bertlab.hf_format import export_pretrained, write_atomically
+from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
 
 
-def export_pretrained(model: torch.nn.Module, tokenizer: Tokenizer, directory: str | os.PathLike) -> None:
-    """Writes `model` and `tokenizer` as a Hugging Face directory. Everything goes into a temporary
-    sibling first, which then replaces `directory`: an interruption leaves the old export or none,
-    never a half-written one."""
-    directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = directory.parent / f".{directory.name}.tmp-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        staging.mkdir()
-        model.save_pretrained(staging)
-        save_tokenizer(tokenizer, staging)
-        if directory.exists():
-            retired = staging.with_name(f"{staging.name}.old")
-            os.replace(directory, retired)
-            os.replace(staging, directory)
-            shutil.rmtree(retired)
-        else:
-            os.replace(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning checkpoints written to a temporary file beside their final name, flushed to disk and
+    renamed over it: a save interrupted at any moment (SIGKILL, a full disk) leaves the previous file
+    whole. (Lightning's own save stages in the system temp folder, which becomes a copy, not a
+    rename, when that folder is on another file system, and does not fsync.)"""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike, storage_options: Any = None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"{type(self).__name__} takes no storage_options, got {storage_options!r}")
+        write_atomically(Path(path), lambda temp: torch.save(checkpoint, temp))
+
+
+class RunCheckpoint(ModelCheckpoint):
+    """Lightning's ModelCheckpoint (every validation, the newest `save_top_k` kept, plus last.ckpt),
+    and last.ckpt also when training ends between two validations, so that a finished run can
+    always be resumed or extended from its final state. The loggers are flushed before each save.
+    Without a `dirpath`, checkpoints go to FOLDER in the Trainer's `default_root_dir` (the run folder)."""
+
+    FOLDER = "lightning_checkpoints"
+    LAST = f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if self.dirpath is None:
+            self.dirpath = os.path.join(trainer.default_root_dir, self.FOLDER)
+        super().setup(trainer, pl_module, stage)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.save_last and not self._should_skip_saving_checkpoint(trainer):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        # `restore_metrics` takes the rows logged before a checkpoint from metrics.csv: they must be
+        # on disk before the checkpoint is.
+        for logger in trainer.loggers:
+            logger.save()
+
+
+class SeedEveryStep(L.Callback):
+    """Seeds Python's, NumPy's and torch's global generators before every training batch from
+    (seed, rank, step, batch index). Dropout and any other draw in a step then depend only on the
+    step's place in the run, not on what ran before it in this process (validation, dataloader
+    start-up, checkpoint loading), so a resumed run draws what the uninterrupted one drew, with no
+    generator states in the checkpoint."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        state = np.random.SeedSequence([self.seed, trainer.global_rank, trainer.global_step, batch_idx])
+        seed = int(state.generate_state(1, dtype=np.uint32)[0])
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
 
 
 class ExportPretrained(L.Callback):
@@ -94,49 +122,6 @@ class ExportPretrained(L.Callback):
         return best
 
 
-def summarise_metrics(frame: pd.DataFrame) -> dict[str, Any]:
-    """Last value of every metric, and the best value and its step for each validation metric."""
-    summary: dict[str, Any] = {"step": int(frame["step"].max()), "final": {}, "best": {}}
-    for name in frame.columns.drop(["step", "epoch"], errors="ignore"):
-        series = frame.set_index("step")[name].dropna()
-        if series.empty:
-            continue
-        summary["final"][name] = float(series.iloc[-1])
-        if name.startswith("val/"):
-            best_step = series.idxmin() if any(word in name for word in _LOWER_IS_BETTER) else series.idxmax()
-            summary["best"][name] = {"value": float(series[best_step]), "step": int(best_step)}
-    return summary
-
-
-def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
-    """One panel for the losses (training and validation), one per other validation metric."""
-    losses = [name for name in frame.columns if name.endswith("loss")]
-    others = [name for name in frame.columns if name.startswith("val/") and name not in losses]
-    panels = ([("loss", losses)] if losses else []) + [(name, [name]) for name in others]
-    columns = min(3, len(panels))
-    rows = math.ceil(len(panels) / columns)
-    figure = Figure(figsize=(5 * columns, 3.5 * rows), layout="constrained")
-    FigureCanvasAgg(figure)
-    for index, (title, names) in enumerate(panels):
-        axes = figure.add_subplot(rows, columns, index + 1)
-        for name in names:
-            series = frame.set_index("step")[name].dropna()
-            if name.startswith("val/"):
-                axes.plot(series.index, series.values, marker="o", markersize=3, label=name)
-            else:
-                line, = axes.plot(series.index, series.values, alpha=0.3, linewidth=0.8)
-                smoothed = series.rolling(max(1, len(series) // 50), min_periods=1).mean()
-                axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
-        axes.set_title(title)
-        if "perplexity" in title:
-            axes.set_yscale("log")  # it falls by orders of magnitude early in pretraining
-        axes.set_xlabel("step")
-        axes.grid(alpha=0.3)
-        if len(names) > 1:
-            axes.legend()
-    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
-
-
 class MetricsArtifacts(L.Callback):
     """After each validation and at the end of fit, turns the CSVLogger's metrics.csv into
     metrics.png (training loss and validation metrics against step) and metrics.json (final and
@@ -162,12 +147,9 @@ class MetricsArtifacts(L.Callback):
             return
         logger = next(logger for logger in trainer.loggers if isinstance(logger, CSVLogger))
         logger.save()
-        csv_path = Path(logger.log_dir) / "metrics.csv"
-        if not csv_path.is_file():
-            return  # nothing logged yet
-        frame = pd.read_csv(csv_path)
+        frame = read_metrics(Path(logger.log_dir))
         if frame.empty:
-            return
+            return  # nothing logged yet
         directory = Path(self.dirpath or logger.log_dir)
         summary = json.dumps(summarise_metrics(frame), indent=2) + "\n"
         write_atomically(directory / "metrics.json", lambda temp: Path(temp).write_text(summary))

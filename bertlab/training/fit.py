@@ -1,0 +1,64 @@
+"""What every training command shares, in the order it happens: the run folder and the checkpoint
+to resume from, the Trainer with its callbacks, loggers and plugins (built before any data is
+prepared, so that a bad value fails in seconds), then the command's own data and module, `fit`,
+the Hugging Face export and the summary.
+
+Exact resume: a run restarted from a checkpoint ends with the same weights and metrics.csv as one
+never interrupted. Lightning restores the model, optimizer, scheduler and loop counters; the
+datamodules restore their position in the epoch (bertlab.data.sampling.ResumableTrainingOrder);
+masking is a function of (seed, step); `SeedEveryStep` makes every other random draw one too;
+`restore_metrics` puts back the metrics rows written before the checkpoint; `AtomicCheckpointIO`
+means that a checkpoint on disk is always whole.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import lightning as L
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from bertlab.lit.callbacks import ExportPretrained
+from bertlab.metrics import run_summary
+from bertlab.training import run_folder
+
+# What a command builds once the Trainer exists: its LightningModule and LightningDataModule.
+Prepare = Callable[[], tuple[L.LightningModule, L.LightningDataModule]]
+
+
+def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monitor: str | None = None,
+        monitor_mode: str | None = None) -> Path:
+    """Runs one training command: fits the module `prepare` returns and exports `export_weights`
+    ("final", or "best" by the checkpoint callback's monitor) to <run>/hf_model. Returns the run folder."""
+    started = time.perf_counter()
+    run_dir = run_folder.prepare_run_dir(cfg)
+    checkpoint = run_folder.resume_path(cfg.resume, run_dir)
+    export = ExportPretrained(str(run_dir / run_folder.HF_MODEL), weights=export_weights)
+    trainer = build_trainer(cfg, [export], resume_from=checkpoint)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    module, datamodule = prepare()
+    trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
+    if trainer.is_global_zero:
+        if HydraConfig.get().mode == RunMode.RUN:
+            run_folder.point_latest(run_dir)
+        print(run_summary(run_dir, (time.perf_counter() - started) / 60, monitor, monitor_mode))
+    return run_dir
+
+
+def build_trainer(cfg: DictConfig, extra_callbacks: list[L.Callback] = (), resume_from: str | None = None) -> L.Trainer:
+    """The Trainer of `cfg.trainer` with the `callbacks` and `logger` groups; `resume_from` (see
+    `run_folder.resume_path`) brings back the metrics rows logged before that checkpoint."""
+    callbacks = [instantiate(spec) for spec in cfg.get("callbacks", {}).values() if spec is not None]
+    loggers = [instantiate(spec) for spec in cfg.get("logger", {}).values() if spec is not None]
+    trainer = instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers)
+    if resume_from is not None:
+        run_folder.restore_metrics(trainer, Path(resume_from))
+        # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
+        warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
+    return trainer

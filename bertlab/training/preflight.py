@@ -1,0 +1,201 @@
+"""Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
+overridden values fit the arguments of their `_target_`, `model.init_from` is not combined with an
+architecture override, and the output folder can be created. Hydra's own schema checks (bertlab.
+training.schema) have already run during composition.
+
+Hydra calls `Preflight` before it creates the run (or sweep) folder. Hydra turns an Exception raised
+in a callback into a warning, so a refusal travels out inside `Stop`, which
+`bertlab.training.app.launch` reports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import BertlabError, ConfigError
+from bertlab.training.schema import ModelSchema
+
+# Keys of the model group that define the architecture: with `model.init_from` they come from the
+# checkpoint's config.json, so an override of one of them cannot take effect.
+ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+                     "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
+_NOT_JUDGED = object()  # an annotation or default the checks cannot judge
+
+
+class Stop(BaseException):
+    """Carries an error past Hydra's `except Exception`, which would turn it into a warning (in a
+    callback) or print its own lines about it (in a job), to the one place that reports it."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass
+class LaunchState:
+    """What the callbacks saw of this launch, for cleaning up after a refused sweep."""
+    sweep_folder_created: Path | None = None
+    job_started: bool = False
+
+    def reset(self) -> None:
+        self.sweep_folder_created, self.job_started = None, False
+
+
+launch_state = LaunchState()
+
+
+class Preflight(Callback):
+    """Hydra callback: `check` before a run or each job of a sweep starts."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        refuse_unless_valid(config, config.hydra.run.dir)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = Path(config.hydra.sweep.dir)
+        refuse_unless_valid(config, folder)
+        if not folder.exists():
+            launch_state.sweep_folder_created = folder
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.hydra.mode.name == "MULTIRUN":  # a run was checked in on_run_start
+            refuse_unless_valid(config, None)
+        launch_state.job_started = True
+
+
+def refuse_unless_valid(config: DictConfig, output_folder: str | Path | None) -> None:
+    try:
+        check(config, output_folder)
+    except BertlabError as error:
+        raise Stop(error) from None
+
+
+def check(config: DictConfig, output_folder: str | Path | None) -> None:
+    command = config.hydra.job.config_name.replace("_", "-")
+    if config.get("command", command) != command:
+        raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
+    unknown = sorted(set(config.model) - set(ModelSchema.__dataclass_fields__))
+    if unknown:
+        raise ConfigError(f"unknown config key 'model.{unknown[0]}'; the model group takes the fields of "
+                          f"bertlab.BertConfig: {', '.join(ModelSchema.__dataclass_fields__)}")
+    overridden = overridden_keys(config.hydra.overrides.task)
+    for key in overridden:
+        check_target_argument(config, key)
+    check_init_from(config, overridden)
+    if output_folder is not None:
+        check_output_folder(output_folder)
+
+
+def overridden_keys(overrides: Sequence[str]) -> list[str]:
+    """The config keys (or groups) the command line set, from Hydra's record of its overrides."""
+    return [override.split("=", 1)[0].lstrip("+~") for override in overrides]
+
+
+def check_init_from(config: DictConfig, overridden: list[str]) -> None:
+    if not OmegaConf.select(config, "model.init_from"):
+        return
+    conflicts = [key for key in overridden
+                 if key == "model" or key == "tokenizer.vocab_size"
+                 or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
+    if conflicts:
+        raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
+                          f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
+                          f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
+
+
+def check_target_argument(config: DictConfig, key: str) -> None:
+    """A value set on the command line for an argument of a `_target_` (trainer, data, optimizer, …)
+    must fit that argument's annotation: `trainer.devices=auto` passes (int | str | list),
+    `trainer.max_steps=abc` does not (int). Null and interpolations are not judged."""
+    parent_key, _, name = key.rpartition(".")
+    parent = OmegaConf.select(config, parent_key) if parent_key else None
+    if not isinstance(parent, DictConfig) or name not in parent or not isinstance(parent.get("_target_"), str):
+        return
+    expected = parameter_annotation(parent._target_, name)
+    value = OmegaConf.to_container(parent, resolve=False)[name]
+    if expected is not _NOT_JUDGED and not accepts(expected, value):
+        raise ConfigError(f"{key}={format_value(value)}: expected {type_name(expected)} "
+                          f"(argument {name!r} of {parent._target_}), got {type(value).__name__}")
+
+
+def check_output_folder(folder: str | Path) -> None:
+    """Make sure the run folder can be created (as far as one can tell without writing)."""
+    path = Path(folder).absolute()
+    existing = next(parent for parent in (path, *path.parents) if parent.exists())
+    problem = ("is not a folder" if not existing.is_dir() else
+               "is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
+    if problem:
+        raise ConfigError(f"output folder {path} cannot be created: {existing} {problem}; choose another "
+                          f"with hydra.run.dir=… (or hydra.sweep.dir=… with -m), or set BERTLAB_OUTPUT_DIR")
+
+
+def is_rank_zero() -> bool:
+    """True in the first process of a run. From the environment, before any process group exists:
+    Lightning's launcher (LOCAL_RANK, NODE_RANK), torchrun (RANK) and SLURM (SLURM_PROCID) set these
+    for every process they start."""
+    return all(int(os.environ.get(name, 0)) == 0 for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
+
+
+def parameter_annotation(target: str, name: str) -> Any:
+    module_name, _, attribute = target.rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+        function = function.__init__ if inspect.isclass(function) else function
+        hints = typing.get_type_hints(function)
+        parameters = inspect.signature(function).parameters
+    except Exception:  # an unimportable target is reported when it is instantiated
+        return _NOT_JUDGED
+    return hints.get(name, _NOT_JUDGED) if name in parameters else _NOT_JUDGED
+
+
+def accepts(expected: Any, value: Any) -> bool:
+    if value is None or (isinstance(value, str) and "${" in value):
+        return True
+    origin = typing.get_origin(expected)
+    if origin in (typing.Union, types.UnionType):
+        return any(accepts(option, value) for option in typing.get_args(expected))
+    if origin is typing.Literal:
+        return value in typing.get_args(expected)
+    if expected is typing.Any:
+        return True
+    if expected is type(None):
+        return False
+    expected = origin or expected
+    if expected is bool:
+        return isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is str:
+        return isinstance(value, str)
+    if inspect.isclass(expected) and issubclass(expected, Mapping):
+        return isinstance(value, dict)
+    if inspect.isclass(expected) and issubclass(expected, Sequence):
+        return isinstance(value, list)
+    return True  # other classes (paths, callbacks, tensors…): the target judges them
+
+
+def type_name(expected: Any) -> str:
+    origin = typing.get_origin(expected)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(option) for option in typing.get_args(expected))
+    if origin is typing.Literal:
+        return " or ".join(format_value(option) for option in typing.get_args(expected))
+    if expected is type(None):
+        return "null"
+    return getattr(expected, "__name__", None) or str(expected).replace("typing.", "")
+
+
+def format_value(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)

@@ -1,0 +1,113 @@
+"""The run folder: what a run writes where, resuming from a run's checkpoints, and the stable
+`latest` pointer to a recipe's last finished run.
+
+    outputs/<name>/<timestamp>/     config.yaml, metrics.csv/.json/.png, <name>.log, .hydra/
+        hf_model/                   the Hugging Face directory (config.json, model.safetensors, tokenizer)
+        lightning_checkpoints/      Lightning's step=N.ckpt and last.ckpt, for resume=
+    outputs/<name>/latest           → the newest finished run
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from pathlib import Path
+
+import lightning as L
+import torch
+from hydra.core.hydra_config import HydraConfig
+from lightning.pytorch.loggers import CSVLogger
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import BertlabError, CheckpointError
+from bertlab.lit.callbacks import RunCheckpoint
+from bertlab.metrics import METRICS_CSV
+from bertlab.training.preflight import is_rank_zero
+
+log = logging.getLogger("bertlab")
+HF_MODEL = "hf_model"
+CHECKPOINTS = RunCheckpoint.FOLDER
+LATEST = "latest"
+
+
+def prepare_run_dir(cfg: DictConfig) -> Path:
+    """The Hydra run folder, checked writable, with the resolved config in `config.yaml`."""
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    probe = run_dir / ".write_test"
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise BertlabError(f"output folder {run_dir} is not writable ({error.strerror}); "
+                           f"choose another with hydra.run.dir=… or paths.output_dir=…") from None
+    if is_rank_zero():
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    return run_dir
+
+
+def resume_path(resume: str | None, run_dir: Path) -> str | None:
+    """`resume`: null → fresh start; `auto` → this run folder's newest checkpoint if there is one;
+    a run folder or a `.ckpt` file → that checkpoint (an error if it does not exist). The
+    checkpoint is checked readable here, before any work starts."""
+    if resume in (None, "", False):
+        return None
+    if resume == "auto":
+        path = newest_checkpoint(run_dir / CHECKPOINTS)
+        if path is None:
+            log.info("resume=auto: no checkpoint in %s yet, starting fresh", run_dir)
+            return None
+    else:
+        path = Path(resume)
+        if path.is_dir():
+            path = path / CHECKPOINTS / RunCheckpoint.LAST
+        if not path.is_file():
+            raise CheckpointError(f"resume={resume!r}: no checkpoint at {path}; expected a Lightning .ckpt "
+                                  f"file or a run folder containing {CHECKPOINTS}/{RunCheckpoint.LAST}")
+    step = checkpoint_step(path)
+    log.info("Resuming from %s (step %d)", path, step)
+    return str(path)
+
+
+def newest_checkpoint(directory: Path) -> Path | None:
+    """The checkpoint of the highest step in `directory`, last.ckpt on a tie. A run killed between
+    writing step=N.ckpt and last.ckpt has its newest state in step=N.ckpt."""
+    candidates = sorted(directory.glob("*.ckpt"), key=lambda path: path.name != RunCheckpoint.LAST)
+    return max(candidates, key=checkpoint_step, default=None)
+
+
+def checkpoint_step(path: Path) -> int:
+    """The global step a Lightning checkpoint was saved at; CheckpointError if it cannot be read."""
+    try:
+        # weights_only: Lightning loads it so too; mmap: no copy of the weights to read one number.
+        return int(torch.load(path, map_location="cpu", mmap=True, weights_only=True)["global_step"])
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{path}: not a readable Lightning checkpoint, truncated or corrupted? "
+                              f"({reason})") from None
+
+
+def restore_metrics(trainer: L.Trainer, checkpoint: Path) -> None:
+    """Lightning's CSVLogger deletes an existing metrics.csv. On resume, the rows logged before the
+    checkpoint (in the metrics.csv of the run folder the checkpoint belongs to) are handed back to
+    it, and rows logged after the checkpoint by the interrupted run are dropped: the resumed run logs
+    them again, so metrics.csv ends as if the run had never stopped."""
+    logger = next((logger for logger in trainer.loggers if isinstance(logger, CSVLogger)), None)
+    old_metrics = checkpoint.parent.parent / METRICS_CSV
+    if logger is None or not is_rank_zero() or not old_metrics.is_file():
+        return
+    global_step = checkpoint_step(checkpoint)
+    with old_metrics.open(newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("step") and int(row["step"]) < global_step]
+    logger.experiment.metrics = rows + logger.experiment.metrics  # creating the experiment deletes the file
+
+
+def point_latest(run_dir: Path) -> Path:
+    """outputs/<name>/latest → this run (a relative symlink, replaced atomically)."""
+    link = run_dir.parent / LATEST
+    temp = run_dir.parent / f".{LATEST}.{os.getpid()}"
+    temp.unlink(missing_ok=True)
+    temp.symlink_to(run_dir.name, target_is_directory=True)
+    os.replace(temp, link)
+    return link

@@ -1,0 +1,68 @@
+"""Structured schemas that Hydra checks while it composes the config: a value of the wrong type
+(`model.hidden_size=abc`, `seed=x`) or an unknown `model.*` key is refused before anything runs.
+
+The model group's schema is `BertConfig`'s own fields (minus those the tokenizer and the data decide)
+plus `init_from`; the conf/model/*.yaml files start from it (`defaults: [/schema/model@_here_]`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from bertlab.config import BertConfig
+
+# BertConfig fields a run takes from its tokenizer (vocab_size, pad_token_id) and data (the labels).
+FROM_TOKENIZER_AND_DATA = ("vocab_size", "pad_token_id", "num_labels", "id2label", "label2id", "problem_type",
+                           "architectures")
+
+
+def _model_schema() -> type:
+    types = typing.get_type_hints(BertConfig)
+    fields = [(f.name, types[f.name], field(default=f.default)) for f in dataclasses.fields(BertConfig)
+              if f.name not in FROM_TOKENIZER_AND_DATA]
+    return dataclasses.make_dataclass("ModelSchema", [("init_from", Optional[str], field(default=None)), *fields])
+
+
+ModelSchema = _model_schema()
+
+
+@dataclass
+class RunSchema:
+    """The top-level keys every training command has; the groups are checked by their own schemas
+    or by the `_target_` they build."""
+    command: str = MISSING
+    name: str = MISSING
+    seed: int = 0
+    resume: Optional[str] = None  # null | auto | a run folder | a Lightning .ckpt
+    paths: Any = None
+    model: Any = None
+    data: Any = None
+    task: Any = None
+    optimizer: Any = None
+    scheduler: Any = None
+    trainer: Any = None
+    logger: Any = None
+    callbacks: Any = None
+
+
+@dataclass
+class TrainSchema(RunSchema):
+    tokenizer: Any = None
+
+
+@dataclass
+class FineTuneSchema(RunSchema):
+    monitor: str = "val/accuracy"  # the validation metric that picks the exported checkpoint
+    monitor_mode: str = "max"
+
+
+def register(store: ConfigStore) -> None:
+    store.store(group="schema", name="model", node=ModelSchema)
+    store.store(group="schema", name="train", node=TrainSchema)
+    store.store(group="schema", name="fine_tune", node=FineTuneSchema)

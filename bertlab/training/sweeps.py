@@ -1,0 +1,89 @@
+"""Sweep summaries: the final validation metrics of every run of a sweep (`-m seed=1,2,3`), per run
+and as mean ± std, written as summary.csv and summary.md in the sweep folder — when a sweep ends
+(the Hydra callback `SweepSummary`, conf/hydra/default.yaml) or on demand (`bertlab summarize`)."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import statistics
+from pathlib import Path
+
+import yaml
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from bertlab.errors import DataError
+from bertlab.metrics import final_values, read_metrics
+
+log = logging.getLogger("bertlab")
+
+
+def run_overrides(run_dir: Path) -> list[str]:
+    overrides = run_dir / ".hydra" / "overrides.yaml"
+    return (yaml.safe_load(overrides.read_text()) or []) if overrides.is_file() else []
+
+
+def varying_overrides(runs: list[Path]) -> list[str]:
+    """Per run, its overrides that not every run of the sweep shares (what the sweep varied)."""
+    overrides = [run_overrides(run) for run in runs]
+    shared = set.intersection(*map(set, overrides)) if len(runs) > 1 else set()
+    return [" ".join(item for item in items if item not in shared) for items in overrides]
+
+
+def final_metrics(run_dir: Path) -> dict[str, float]:
+    return final_values(read_metrics(run_dir), prefix="val/")
+
+
+def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
+    runs = sorted((path.parent for path in sweep_dir.glob("*/metrics.csv")), key=job_order)
+    if not runs:
+        raise DataError(f"{sweep_dir}: no runs with a metrics.csv below it; expected a sweep folder "
+                        f"such as outputs/<recipe>/multirun/<time>")
+    rows = [{"run": run.name, "overrides": overrides, **final_metrics(run)}
+            for run, overrides in zip(runs, varying_overrides(runs))]
+    metrics = sorted({key for row in rows for key in row if key.startswith("val/")})
+    return rows, metrics
+
+
+def job_order(run_dir: Path) -> tuple[int, str]:
+    """Hydra numbers a sweep's jobs 0, 1, …: job 10 comes after job 9."""
+    return (int(run_dir.name), "") if run_dir.name.isdigit() else (-1, run_dir.name)
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def write_tables(sweep_dir: Path, rows: list[dict], metrics: list[str]) -> str:
+    columns = ["run", "overrides", *metrics]
+    aggregate = {key: mean_std([row[key] for row in rows if key in row]) for key in metrics}
+    with (sweep_dir / "summary.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        writer.writerow({"run": "mean", **{k: m for k, (m, _) in aggregate.items()}})
+        writer.writerow({"run": "std", **{k: s for k, (_, s) in aggregate.items()}})
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join([row["run"], row["overrides"]] +
+                                       [f"{row[k]:.4f}" if k in row else "" for k in metrics]) + " |")
+    lines.append("| mean ± std | | " + " | ".join(f"{m:.4f} ± {s:.4f}" for m, s in aggregate.values()) + " |")
+    markdown = "\n".join(lines) + "\n"
+    (sweep_dir / "summary.md").write_text(markdown)
+    return markdown
+
+
+class SweepSummary(Callback):
+    """Hydra callback: when a sweep (-m) ends, writes summary.csv and summary.md into its folder.
+    A sweep without any finished run only gets a warning: the runs' own errors were reported."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:
+            rows, metrics = summarize(sweep_dir)
+        except DataError as error:
+            log.warning("no sweep summary: %s", error)
+            return
+        print(write_tables(sweep_dir, rows, metrics), end="")
+        print(f"Sweep summary: {sweep_dir / 'summary.csv'}, {sweep_dir / 'summary.md'}")
