@@ -1,8 +1,8 @@
 """`python -m bertlab <command> [arguments…]`: a table of subcommands.
 
 Hydra commands (train, fine-tune) take Hydra overrides; the others take ordinary options.
-A `BertlabError` ends the run with one line on stderr and exit status 1; BERTLAB_DEBUG=1 shows
-the traceback instead.
+Every error ends the command with one `bertlab: error: …` line on stderr: exit status 2 for a
+malformed command line, 1 for the rest. BERTLAB_DEBUG=1 shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 import sys
 
 from bertlab.allocator import keep_freed_memory
-from bertlab.errors import BertlabError
+from bertlab.errors import BertlabError, UsageError
 
 # command → (module in bertlab.commands, one-line help)
 COMMANDS = {
@@ -63,7 +63,11 @@ def main(argv: list[str] | None = None) -> None:
     module = importlib.import_module(f"bertlab.commands.{COMMANDS[command][0]}")
     try:
         module.main(arguments, prog=f"bertlab {command}")
-    except BertlabError as error:
+    except Exception as error:
         if os.environ.get("BERTLAB_DEBUG"):
             raise
-        fail(str(error), status=1)
+        if isinstance(error, BertlabError):
+            fail(str(error), status=2 if isinstance(error, UsageError) else 1)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        fail(f"unexpected {type(error).__name__}{': ' + reason if reason else ''} (a bug in bertlab; "
+             f"BERTLAB_DEBUG=1 shows where)", status=1)

@@ -17,6 +17,15 @@ ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
 RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv")
+# Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
+# must not make bertlab allocate whatever it asks for.
+SIZE_LIMITS = {"vocab_size": 1_000_000, "hidden_size": 65_536, "num_hidden_layers": 1_000,
+               "num_attention_heads": 1_024, "intermediate_size": 262_144, "max_position_embeddings": 1_048_576,
+               "type_vocab_size": 1_024, "num_labels": 100_000}
+
+
+def _memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _is_integer(value: Any) -> bool:
@@ -67,11 +76,12 @@ class BertConfig:
         self.validate()
 
     def validate(self) -> None:
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_labels"):
+        for name, limit in SIZE_LIMITS.items():
             value = getattr(self, name)
             if not (_is_integer(value) and value > 0):
                 raise ConfigError(f"model config: {name} must be a positive integer, got {value!r}")
+            if value > limit:
+                raise ConfigError(f"model config: {name} is {value:,}; bertlab accepts at most {limit:,}")
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"model config: hidden_size ({self.hidden_size}) must be divisible by "
@@ -100,6 +110,20 @@ class BertConfig:
         if not (_is_integer(self.pad_token_id) and 0 <= self.pad_token_id < self.vocab_size):
             raise ConfigError(f"model config: pad_token_id ({self.pad_token_id}) must be in "
                               f"[0, vocab_size={self.vocab_size})")
+        needed, available = 4 * self.parameter_count(), _memory_bytes()
+        if needed > available:
+            raise ConfigError(f"model config: its {self.parameter_count():,} parameters need {needed / 2**30:.1f} GiB "
+                              f"in float32, more than this machine's {available / 2**30:.1f} GiB of memory")
+
+    def parameter_count(self) -> int:
+        """The parameters of BertForPreTraining with this config (the largest model class), for a
+        memory estimate before anything is allocated."""
+        h, i = self.hidden_size, self.intermediate_size
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * h
+        layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
+        relative = (2 * self.max_position_embeddings - 1) * self.head_size if self.position_embedding_type != "absolute" else 0
+        heads = h * h + h + (h * h + 3 * h + self.vocab_size) + 2 * h + 2
+        return embeddings + self.num_hidden_layers * (layer + relative) + heads
 
     @property
     def head_size(self) -> int:

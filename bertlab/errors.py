@@ -5,6 +5,10 @@ class BertlabError(Exception):
     """Base class: the message says what is wrong, where, and what was expected."""
 
 
+class UsageError(BertlabError):
+    """The command line itself is malformed (an unknown flag, a missing argument): exit status 2."""
+
+
 class ConfigError(BertlabError, ValueError):
     """A configuration value is invalid."""
 

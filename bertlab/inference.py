@@ -11,8 +11,23 @@ import torch
 
 from bertlab.data.classification import collate, encode_texts
 from bertlab.data.sampling import length_sorted_order
+from bertlab.errors import CheckpointError
+from bertlab.hf_format import WEIGHTS_NAME
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import special_token_ids
+
+
+def load_classifier(path: str) -> BertForSequenceClassification:
+    """A fine-tuned classifier. A checkpoint without trained head weights (a masked-LM export, a
+    classifier whose head tensors are missing or renamed) is refused: its head would be random."""
+    model = BertForSequenceClassification.from_pretrained(path)
+    report = model.load_report
+    untrained = [key for key in (*report.missing, *(key for key, _, _ in report.mismatched))
+                 if key.startswith(("classifier.", "bert.pooler."))]
+    if untrained:
+        raise CheckpointError(f"{path}: no trained classifier head ({', '.join(untrained)} not in its "
+                              f"{WEIGHTS_NAME}); fine-tune it first: python -m bertlab fine-tune model.init_from={path}")
+    return model
 
 
 @torch.inference_mode()

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from bertlab.allocator import keep_freed_memory
+from bertlab.commands.arguments import ArgumentParser, positive_int
 from bertlab.errors import BertlabError
 
 SECTIONS = ("pretraining", "fine-tuning", "inference")
@@ -33,7 +34,7 @@ SMALL_VOCAB = 8192  # the recipes' trained WordPiece vocabulary
 
 
 def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+    parser = ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a ~1.5-minute version: bert_tiny, fewer steps")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -42,7 +43,7 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
                                              "has native bf16, else fp32)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
     parser.add_argument("--sizes", help="comma-separated, of bert_tiny, bert_mini, bert_small")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--length", type=int, default=128, help="MLM sequence length")
     parser.add_argument("--repeats", type=int, help="timed repeats per system (median and spread over them)")
     parser.add_argument("--steps", type=int, help="timed MLM steps per repeat")

@@ -3,24 +3,24 @@ a fine-tuned checkpoint's metrics on a dataset split or a file, printed and writ
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from bertlab.commands.arguments import ArgumentParser, output_file, positive_int
 from bertlab.data.classification import ClassificationDataModule, column_values
-from bertlab.inference import classifier_logits
+from bertlab.hf_format import write_atomically
+from bertlab.inference import classifier_logits, load_classifier
 from bertlab.lit.classification import validation_metrics
-from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import special_token_ids
 
 
 def evaluate(checkpoint: str, data: str, *, split: str = "validation", text_column: str = "sentence",
              text_pair_column: str | None = None, label_column: str = "label",
              batch_size: int = 256, max_seq_length: int = 128) -> dict[str, float]:
-    model = BertForSequenceClassification.from_pretrained(checkpoint)
+    model = load_classifier(checkpoint)
     config = model.config
     datamodule = ClassificationDataModule(
         data, checkpoint, text_column=text_column, text_pair_column=text_pair_column,
@@ -42,7 +42,7 @@ def evaluate(checkpoint: str, data: str, *, split: str = "validation", text_colu
 
 
 def main(argv: list[str], prog: str) -> None:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("checkpoint", help="a fine-tuned checkpoint folder")
     parser.add_argument("--data", required=True,
                         help="a hub id (stanfordnlp/sst2), a folder of split files, or one file")
@@ -50,16 +50,16 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("--text-column", default="sentence")
     parser.add_argument("--text-pair-column", default=None)
     parser.add_argument("--label-column", default="label")
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--output", help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")
+    parser.add_argument("--batch-size", type=positive_int, default=256)
+    parser.add_argument("--max-seq-length", type=positive_int, default=128)
+    parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")
     args = parser.parse_args(argv)
     metrics = evaluate(args.checkpoint, args.data, split=args.split, text_column=args.text_column,
                        text_pair_column=args.text_pair_column, label_column=args.label_column,
                        batch_size=args.batch_size, max_seq_length=args.max_seq_length)
     output = Path(args.output or Path(args.checkpoint) / f"eval_{args.split}.json")
-    output.write_text(json.dumps({"checkpoint": args.checkpoint, "data": args.data, "split": args.split,
-                                  **metrics}, indent=2) + "\n")
+    report = json.dumps({"checkpoint": args.checkpoint, "data": args.data, "split": args.split, **metrics}, indent=2)
+    write_atomically(output, lambda temp: Path(temp).write_text(report + "\n"))
     for key, value in metrics.items():
         print(f"{key}: {value:.4f}")
     print(f"Metrics written to {output}")

@@ -3,17 +3,18 @@ label and probabilities per input, in input order, as JSON lines (stdout) or a .
 
 from __future__ import annotations
 
-import argparse
 import csv
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
+from bertlab.commands.arguments import ArgumentParser, output_file, positive_int
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
-from bertlab.inference import predict
-from bertlab.model import BertForSequenceClassification
+from bertlab.hf_format import write_atomically
+from bertlab.inference import load_classifier, predict
 from bertlab.tokenizer import load_tokenizer
 
 
@@ -39,39 +40,40 @@ def records(texts: list[str], scores: np.ndarray, id2label: dict[int, str]) -> l
             for text, score in zip(texts, scores)]
 
 
-def write(rows: list[dict], output: str | None) -> None:
+def write(rows: list[dict], output: Path | None) -> None:
+    """JSON lines on stdout, or a .jsonl/.csv file (written whole or not at all)."""
     if output is None:
         for row in rows:
             print(json.dumps(row))
         return
-    path = Path(output)
-    if path.suffix == ".jsonl":
-        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    elif path.suffix == ".csv":
+    if output.suffix == ".jsonl":
+        text = "".join(json.dumps(row) + "\n" for row in rows)
+    else:
         flat = [{k: v for k, v in row.items() if k != "probabilities"}
                 | {f"p_{k}": v for k, v in row.get("probabilities", {}).items()} for row in rows]
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(flat[0]))
-            writer.writeheader()
-            writer.writerows(flat)
-    else:
-        raise DataError(f"--output {output}: expected a .jsonl or .csv file name")
+        buffer = io.StringIO(newline="")
+        writer = csv.DictWriter(buffer, fieldnames=list(flat[0]))
+        writer.writeheader()
+        writer.writerows(flat)
+        text = buffer.getvalue()
+    write_atomically(output, lambda temp: Path(temp).write_text(text, encoding="utf-8", newline=""))
 
 
 def main(argv: list[str], prog: str) -> None:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("checkpoint", help="a fine-tuned checkpoint folder (config.json, model.safetensors, tokenizer)")
     parser.add_argument("texts", nargs="*", help="sentences to classify")
     parser.add_argument("--file", help="a .txt file (one input per line) or a .csv/.jsonl/.json/.parquet file")
     parser.add_argument("--column", default="sentence", help="the text column of --file (default: sentence)")
-    parser.add_argument("--output", help="write .jsonl or .csv here instead of JSON lines on stdout")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--output", type=output_file(".jsonl", ".csv"),
+                        help="write .jsonl or .csv here instead of JSON lines on stdout")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--max-seq-length", type=positive_int, default=128)
     args = parser.parse_args(argv)
     texts = read_inputs(args.texts, args.file, args.column)
     if not texts:
         parser.error("nothing to classify: give sentences as arguments or --file")
-    model = BertForSequenceClassification.from_pretrained(args.checkpoint)
+    model = load_classifier(args.checkpoint)
     tokenizer = load_tokenizer(args.checkpoint)
     scores = predict(model, tokenizer, texts, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
     write(records(texts, scores, model.config.id2label), args.output)

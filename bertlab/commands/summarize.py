@@ -4,14 +4,14 @@ Every sweep also writes them when it ends (bertlab.training.sweeps.SweepSummary)
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
+from bertlab.commands.arguments import ArgumentParser
 from bertlab.training.sweeps import summarize, write_tables
 
 
 def main(argv: list[str], prog: str) -> None:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("sweep_dir", type=Path)
     args = parser.parse_args(argv)
     rows, metrics = summarize(args.sweep_dir)

@@ -29,9 +29,10 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from bertlab.errors import BertlabError, ConfigError
+from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.training import schema
-from bertlab.training.preflight import Stop, check_output_folder, format_value, is_rank_zero, launch_state
+from bertlab.training.preflight import Stop, check_output_folder, format_value, launch_state
+from bertlab.training.run_folder import is_rank_zero
 
 CONFIG_MODULE = "bertlab.conf"
 # Hydra's flags, and those of them that take a value: bertlab takes them anywhere on the command
@@ -138,7 +139,7 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
 
 def flags_first(argv: list[str]) -> list[str]:
     """`argv` with Hydra's flags (and their values) before the overrides; an unknown flag or a flag
-    without its value is a ConfigError, rather than argparse's usage block."""
+    without its value is a UsageError, rather than argparse's usage block."""
     flags, overrides = [], []
     tokens = iter(argv)
     for token in tokens:
@@ -146,12 +147,12 @@ def flags_first(argv: list[str]) -> list[str]:
             overrides.append(token)
             continue
         if token not in HYDRA_FLAGS:
-            raise ConfigError(f"command line: unknown flag {token}; see --help for the flags")
+            raise UsageError(f"command line: unknown flag {token}; see --help for the flags")
         flags.append(token)
         if token in FLAGS_WITH_VALUE:
             value = next(tokens, None)
             if value is None or (token in ("-c", "--cfg") and value not in CFG_CHOICES):
-                raise ConfigError(f"command line: {token} needs a value"
+                raise UsageError(f"command line: {token} needs a value"
                                   + (f" ({', '.join(CFG_CHOICES)})" if token in ("-c", "--cfg") else "")
                                   + "; see --help for the flags")
             flags.append(value)

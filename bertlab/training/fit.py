@@ -43,6 +43,8 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     trainer = build_trainer(cfg, [export], resume_from=checkpoint)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = prepare()
+    if checkpoint is not None:
+        run_folder.check_checkpoint_fits(module, checkpoint)
     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
     if trainer.is_global_zero:
         if HydraConfig.get().mode == RunMode.RUN:

@@ -1,7 +1,9 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
-overridden values fit the arguments of their `_target_`, `model.init_from` is not combined with an
-architecture override, and the output folder can be created. Hydra's own schema checks (bertlab.
-training.schema) have already run during composition.
+every value is inside its range (bertlab.training.ranges), overridden values fit the arguments of
+their `_target_`, the model config is valid and fits in memory, `model.init_from` is not combined
+with an architecture override, the output folder can be created and holds no other run, and a
+checkpoint to resume belongs to this command, task and model. Hydra's own schema checks
+(bertlab.training.schema) have already run during composition.
 
 Hydra calls `Preflight` before it creates the run (or sweep) folder. Hydra turns an Exception raised
 in a callback into a warning, so a refusal travels out inside `Stop`, which
@@ -23,7 +25,12 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.errors import BertlabError, ConfigError
+from bertlab.config import BertConfig
+from bertlab.errors import BertlabError, CheckpointError, ConfigError
+from bertlab.metrics import METRICS_CSV
+from bertlab.training import run_folder
+from bertlab.training.ranges import RULES, check_ranges
+from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.schema import ModelSchema
 
 # Keys of the model group that define the architecture: with `model.init_from` they come from the
@@ -88,12 +95,60 @@ def check(config: DictConfig, output_folder: str | Path | None) -> None:
     if unknown:
         raise ConfigError(f"unknown config key 'model.{unknown[0]}'; the model group takes the fields of "
                           f"bertlab.BertConfig: {', '.join(ModelSchema.__dataclass_fields__)}")
+    if not config.model.init_from:  # sizes, divisibility, memory: before any data is prepared
+        BertConfig.from_dict({**OmegaConf.to_container(config.model, resolve=True),
+                              "vocab_size": OmegaConf.select(config, "tokenizer.vocab_size", default=None) or 30522})
+    check_ranges({key: OmegaConf.select(config, key, default=None) for key in RULES})
     overridden = overridden_keys(config.hydra.overrides.task)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
     if output_folder is not None:
         check_output_folder(output_folder)
+    run_dir = Path(OmegaConf.select(config, "hydra.runtime.output_dir", default=None) or config.hydra.run.dir)
+    if output_folder is not None and is_rank_zero():
+        check_run_folder(run_dir, config.resume)
+    check_resume(config, run_dir)
+
+
+def check_run_folder(run_dir: Path, resume: str | None) -> None:
+    """A run never writes into the folder of another run that got as far as results (metrics,
+    checkpoints, an export), unless it resumes that run."""
+    results = (METRICS_CSV, run_folder.CHECKPOINTS, run_folder.HF_MODEL)
+    if not (held := sorted(name for name in results if (run_dir / name).exists())):
+        return
+    if resume == "auto" or (resume and run_dir.resolve() in (Path(resume).resolve(), *Path(resume).resolve().parents)):
+        return
+    raise ConfigError(f"hydra.run.dir={run_dir} already holds a run ({', '.join(held)}); choose a new folder, "
+                      f"or continue that run with resume=auto")
+
+
+def check_resume(config: DictConfig, run_dir: Path) -> None:
+    """The checkpoint of `resume` was saved by this command and task, for this model's shape."""
+    checkpoint = run_folder.resume_path(config.resume, run_dir)
+    if checkpoint is None:
+        return
+    saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
+    task = config.task._target_.rpartition(".")[2]
+    saved_task = "PretrainingModule" if "mlm_probability" in saved else "ClassificationModule"
+    if saved_task != task:
+        raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("
+                              f"{'train' if saved_task == 'PretrainingModule' else 'fine-tune'}), not by this run's "
+                              f"{task}; resume a checkpoint of the same command")
+    model = (BertConfig.from_json_file(config.model.init_from).to_dict() if config.model.init_from
+             else OmegaConf.to_container(config.model, resolve=True))
+    expected = {f"model.{key}": model.get(key) for key in ARCHITECTURE_KEYS}
+    if task == "PretrainingModule":
+        expected["task.nsp"] = bool(config.task.nsp)
+    else:
+        expected["data.num_labels"] = config.data.num_labels
+    found = {**{f"model.{key}": value for key, value in saved.get("config", {}).items()}, "task.nsp": saved.get("nsp"),
+             "data.num_labels": saved.get("config", {}).get("num_labels")}
+    differing = [f"{key} (run {value}, checkpoint {found.get(key)})" for key, value in expected.items()
+                 if found.get(key) != value]
+    if differing:
+        raise CheckpointError(f"resume={config.resume}: {checkpoint} does not fit this run: "
+                              f"{'; '.join(differing)}")
 
 
 def overridden_keys(overrides: Sequence[str]) -> list[str]:
@@ -137,13 +192,6 @@ def check_output_folder(folder: str | Path) -> None:
     if problem:
         raise ConfigError(f"output folder {path} cannot be created: {existing} {problem}; choose another "
                           f"with hydra.run.dir=… (or hydra.sweep.dir=… with -m), or set BERTLAB_OUTPUT_DIR")
-
-
-def is_rank_zero() -> bool:
-    """True in the first process of a run. From the environment, before any process group exists:
-    Lightning's launcher (LOCAL_RANK, NODE_RANK), torchrun (RANK) and SLURM (SLURM_PROCID) set these
-    for every process they start."""
-    return all(int(os.environ.get(name, 0)) == 0 for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
 
 
 def parameter_annotation(target: str, name: str) -> Any:

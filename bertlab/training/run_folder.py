@@ -20,10 +20,10 @@ from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.errors import BertlabError, CheckpointError
+from bertlab.errors import CheckpointError
+from bertlab.hf_format import write_atomically
 from bertlab.lit.callbacks import RunCheckpoint
 from bertlab.metrics import METRICS_CSV
-from bertlab.training.preflight import is_rank_zero
 
 log = logging.getLogger("bertlab")
 HF_MODEL = "hf_model"
@@ -32,18 +32,12 @@ LATEST = "latest"
 
 
 def prepare_run_dir(cfg: DictConfig) -> Path:
-    """The Hydra run folder, checked writable, with the resolved config in `config.yaml`."""
+    """The Hydra run folder (bertlab.training.preflight checked it could be created and holds no
+    other run), with the resolved config in `config.yaml`."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    probe = run_dir / ".write_test"
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        probe.write_text("")
-        probe.unlink()
-    except OSError as error:
-        raise BertlabError(f"output folder {run_dir} is not writable ({error.strerror}); "
-                           f"choose another with hydra.run.dir=… or paths.output_dir=…") from None
     if is_rank_zero():
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        config_text = OmegaConf.to_yaml(cfg, resolve=True)
+        write_atomically(run_dir / "config.yaml", lambda temp: Path(temp).write_text(config_text))
     return run_dir
 
 
@@ -88,6 +82,23 @@ def checkpoint_step(path: Path) -> int:
                               f"({reason})") from None
 
 
+def checkpoint_hyperparameters(path: Path) -> dict:
+    """The hyperparameters a LightningModule saved into the checkpoint (read without the weights)."""
+    return dict(torch.load(path, map_location="cpu", mmap=True, weights_only=True).get("hyper_parameters") or {})
+
+
+def check_checkpoint_fits(module: L.LightningModule, checkpoint: str) -> None:
+    """Every tensor of the checkpoint has the shape of the module's: a checkpoint of another model
+    size or vocabulary is refused before training, not in the middle of Lightning's restore."""
+    saved = torch.load(checkpoint, map_location="cpu", mmap=True, weights_only=True)["state_dict"]
+    own = module.state_dict()
+    differing = [f"{key}: checkpoint {tuple(tensor.shape)}, run {tuple(own[key].shape) if key in own else 'absent'}"
+                 for key, tensor in saved.items() if key not in own or own[key].shape != tensor.shape]
+    if differing:
+        raise CheckpointError(f"{checkpoint}: {len(differing)} tensor(s) do not fit this run's model, e.g. "
+                              f"{differing[0]}; it was saved for another model size or vocabulary")
+
+
 def restore_metrics(trainer: L.Trainer, checkpoint: Path) -> None:
     """Lightning's CSVLogger deletes an existing metrics.csv. On resume, the rows logged before the
     checkpoint (in the metrics.csv of the run folder the checkpoint belongs to) are handed back to
@@ -111,3 +122,10 @@ def point_latest(run_dir: Path) -> Path:
     temp.symlink_to(run_dir.name, target_is_directory=True)
     os.replace(temp, link)
     return link
+
+
+def is_rank_zero() -> bool:
+    """True in the first process of a run. From the environment, before any process group exists:
+    Lightning's launcher (LOCAL_RANK, NODE_RANK), torchrun (RANK) and SLURM (SLURM_PROCID) set these
+    for every process they start."""
+    return all(int(os.environ.get(name, 0)) == 0 for name in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))

@@ -1,0 +1,98 @@
+"""The allowed values of every numeric and enumerated config key, in one place, checked before a run
+starts (bertlab.training.preflight): `bertlab: error: <key>=<value>: must be in (0, inf)`.
+
+A numeric rule is an interval: "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is
+unbounded. An enumeration is a tuple of choices. Null (where a key allows it) and values of other
+types are left to the code that takes them. tests/training/test_ranges.py fails when a numeric or
+enumerated key of a shipped config has no rule here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bertlab.config import ACTIVATIONS, ATTENTION_IMPLEMENTATIONS, POSITION_EMBEDDING_TYPES, SIZE_LIMITS
+from bertlab.errors import ConfigError
+from bertlab.lit.optim import SCHEDULES
+
+PROBABILITY, OPEN_PROBABILITY, POSITIVE, COUNT, NON_NEGATIVE = "[0, 1]", "[0, 1)", "(0, inf)", "[1, inf)", "[0, inf)"
+
+RULES: dict[str, str | tuple] = {
+    "seed": f"[0, {2**32 - 1}]",
+    "monitor_mode": ("min", "max"),
+    # model: the sizes up to BertConfig's limits for config.json files
+    **{f"model.{name}": f"[1, {limit}]" for name, limit in SIZE_LIMITS.items() if name not in ("vocab_size", "num_labels")},
+    "model.hidden_dropout_prob": OPEN_PROBABILITY,
+    "model.attention_probs_dropout_prob": OPEN_PROBABILITY,
+    "model.classifier_dropout": OPEN_PROBABILITY,
+    "model.initializer_range": POSITIVE,
+    "model.layer_norm_eps": "(0, 1)",
+    "model.hidden_act": ACTIVATIONS,
+    "model.position_embedding_type": POSITION_EMBEDDING_TYPES,
+    "model.attn_implementation": ATTENTION_IMPLEMENTATIONS,
+    "tokenizer.vocab_size": f"[10, {SIZE_LIMITS['vocab_size']}]",
+    # data (corpus and classification datasets)
+    "data.max_seq_length": "[8, 1048576]",
+    "data.short_seq_prob": PROBABILITY,
+    "data.batch_size": COUNT,
+    "data.eval_batch_size": COUNT,
+    "data.num_workers": "[0, 1024]",
+    "data.max_train_lines": COUNT,
+    "data.max_eval_lines": COUNT,
+    "data.limit_train_samples": COUNT,
+    "data.limit_eval_samples": COUNT,
+    "data.num_labels": f"[1, {SIZE_LIMITS['num_labels']}]",
+    # task
+    "task.mlm_probability": "(0, 1)",
+    "task.mask_replace_prob": PROBABILITY,
+    "task.random_replace_prob": PROBABILITY,
+    "task.dropout": OPEN_PROBABILITY,
+    "task.layerwise_lr_decay": "(0, 1]",
+    # optimizer and schedule
+    "optimizer.lr": POSITIVE,
+    "optimizer.eps": "(0, 1)",
+    "optimizer.weight_decay": NON_NEGATIVE,
+    "scheduler.warmup_ratio": PROBABILITY,
+    "scheduler.warmup_steps": NON_NEGATIVE,
+    "scheduler.schedule": SCHEDULES,
+    # trainer (Lightning's own names)
+    "trainer.accelerator": ("cpu", "gpu", "cuda", "mps", "tpu", "auto"),
+    "trainer.precision": ("32-true", "32", 32, "64-true", "64", 64, "bf16-mixed", "bf16", "bf16-true", "16-mixed", "16",
+                          16, "16-true", "transformer-engine"),
+    "trainer.devices": "[1, 65536]",
+    "trainer.num_nodes": "[1, 65536]",
+    "trainer.max_steps": "[-1, inf)",
+    "trainer.max_epochs": "[-1, inf)",
+    "trainer.val_check_interval": POSITIVE,
+    "trainer.check_val_every_n_epoch": COUNT,
+    "trainer.limit_val_batches": NON_NEGATIVE,
+    "trainer.num_sanity_val_steps": "[-1, inf)",
+    "trainer.gradient_clip_val": NON_NEGATIVE,
+    "trainer.accumulate_grad_batches": COUNT,
+    "trainer.log_every_n_steps": COUNT,
+    # callbacks
+    "callbacks.checkpoint.save_top_k": "[-1, inf)",
+    "callbacks.progress_bar.refresh_rate": NON_NEGATIVE,
+    "callbacks.throughput.window_size": "[2, inf)",
+    "callbacks.finite_loss.check_every_n_steps": COUNT,
+}
+
+
+def violation(rule: str | tuple, value: Any) -> str | None:
+    """What `value` breaks of `rule` ("must be …"), or None when it fits or is not the rule's kind."""
+    if isinstance(rule, tuple):
+        return None if value in rule else f"must be one of {', '.join(map(str, rule))}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    low, high = (float(bound) for bound in rule[1:-1].split(","))
+    inside = (low < value if rule[0] == "(" else low <= value) and (value < high if rule[-1] == ")" else value <= high)
+    return None if inside and math.isfinite(value) else f"must be in {rule}"
+
+
+def check_ranges(values: dict[str, Any]) -> None:
+    """ConfigError for the first key of `values` (dotted key → value) outside its rule."""
+    for key, value in values.items():
+        if key in RULES and value is not None and (problem := violation(RULES[key], value)):
+            shown = repr(value) if isinstance(value, str) else value
+            raise ConfigError(f"{key}={shown}: {problem}")
