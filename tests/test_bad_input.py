@@ -1,0 +1,274 @@
+"""The catalogue of bad input: every mistake, through the real command line, ends in one line
+`bertlab: error: …` naming the key, file or value (exit status 2 for a malformed command line, 1 for
+the rest), no traceback, and leaves every existing file as it was — in particular a finished
+pretraining run and a finished fine-tuning run that many of the commands are pointed at."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file, save_file
+
+from bertlab_runs import fine_tuning, pretraining, run_in_process
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A finished `train` run, a finished `fine-tune` run, broken copies of the classifier export, and
+    a few files; their folder is checksummed around every case."""
+    root = tmp_path_factory.mktemp("finished")
+    cache = tmp_path_factory.mktemp("cache")  # outside `root`: successful set-up runs fill it
+    paths = {"root": root, "data": tiny_data_dir, "pretrained": root / "pretrained", "fine_tuned": root / "fine_tuned"}
+    outcome = run_in_process(pretraining(tiny_data_dir, cache, paths["pretrained"], "trainer.max_steps=4",
+                                         "trainer.val_check_interval=2"))
+    assert outcome.code == 0
+    outcome = run_in_process(fine_tuning(tiny_data_dir, paths["pretrained"] / "hf_model", paths["fine_tuned"],
+                                         "trainer.max_steps=4", "trainer.val_check_interval=2"))
+    assert outcome.code == 0
+    classifier = paths["fine_tuned"] / "hf_model"
+    for name, change in BROKEN_CLASSIFIERS.items():
+        shutil.copytree(classifier, root / name)
+        change(root / name)
+        paths[name] = root / name
+    (root / "not_a_folder").write_text("")
+    (root / "corrupt.ckpt").write_bytes(b"PK\x03\x04 not a checkpoint")
+    return paths
+
+
+def without_head(directory: Path) -> None:
+    weights = load_file(directory / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")}, directory / "model.safetensors")
+
+
+def renamed_head(directory: Path) -> None:
+    weights = load_file(directory / "model.safetensors")
+    save_file({k.replace("classifier.", "head."): v for k, v in weights.items()}, directory / "model.safetensors")
+
+
+def edit_config(**values):
+    def change(directory: Path) -> None:
+        config = json.loads((directory / "config.json").read_text())
+        (directory / "config.json").write_text(json.dumps(config | values))
+    return change
+
+
+def truncate_weights(directory: Path) -> None:
+    weights = directory / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+
+
+BROKEN_CLASSIFIERS = {
+    "no_head": without_head,
+    "renamed_head": renamed_head,
+    "absurd_width": edit_config(hidden_size=5_000_000),
+    "absurd_memory": edit_config(hidden_size=65_536, intermediate_size=262_144, num_hidden_layers=1_000,
+                                 num_attention_heads=64),
+    "negative_layers": edit_config(num_hidden_layers=-2),
+    "wider_than_weights": edit_config(hidden_size=64, intermediate_size=128),
+    "truncated": truncate_weights,
+}
+
+
+def train(paths, *overrides: str, run: str = "pretrained") -> list[str]:
+    return pretraining(paths["data"], paths["root"] / "cache", paths[run] if run in paths else paths["root"] / run,
+                       "trainer.max_steps=2", *overrides)
+
+
+def fine_tune(paths, *overrides: str, run: str = "fine_tuned") -> list[str]:
+    return fine_tuning(paths["data"], paths["pretrained"] / "hf_model",
+                       paths[run] if run in paths else paths["root"] / run, "trainer.max_steps=2", *overrides)
+
+
+def ckpt(paths, run: str) -> str:
+    return str(paths[run] / "lightning_checkpoints" / "last.ckpt")
+
+
+# (case, argv from the paths, exit status, a part of the message)
+CASES = [
+    # every config value checked against its declared range before anything runs
+    ("negative lr", lambda p: train(p, "optimizer.lr=-1"), 1, "optimizer.lr=-1: must be in (0, inf)"),
+    ("zero lr", lambda p: train(p, "optimizer.lr=0"), 1, "optimizer.lr=0: must be in (0, inf)"),
+    ("eps above 1", lambda p: train(p, "optimizer.eps=2.0"), 1, "optimizer.eps=2.0: must be in (0, 1)"),
+    ("negative weight decay", lambda p: train(p, "optimizer.weight_decay=-0.1"), 1,
+     "optimizer.weight_decay=-0.1: must be in [0, inf)"),
+    ("negative seed", lambda p: train(p, "seed=-1"), 1, "seed=-1: must be in [0, 4294967295]"),
+    ("masking nothing", lambda p: train(p, "task.mlm_probability=0"), 1, "task.mlm_probability=0: must be in (0, 1)"),
+    ("masking more than all", lambda p: train(p, "task.mlm_probability=1.5"), 1,
+     "task.mlm_probability=1.5: must be in (0, 1)"),
+    ("mask share above 1", lambda p: train(p, "task.mask_replace_prob=1.2"), 1,
+     "task.mask_replace_prob=1.2: must be in [0, 1]"),
+    ("negative random share", lambda p: train(p, "task.random_replace_prob=-0.1"), 1,
+     "task.random_replace_prob=-0.1: must be in [0, 1]"),
+    ("dropout of 1", lambda p: train(p, "task.dropout=1.0"), 1, "task.dropout=1.0: must be in [0, 1)"),
+    ("warm-up longer than the run", lambda p: train(p, "scheduler.warmup_ratio=2"), 1,
+     "scheduler.warmup_ratio=2: must be in [0, 1]"),
+    ("unknown schedule", lambda p: train(p, "scheduler.schedule=step"), 1,
+     "scheduler.schedule='step': must be one of linear, cosine, constant"),
+    ("max_steps below -1", lambda p: train(p, "trainer.max_steps=-5"), 1, "trainer.max_steps=-5: must be in [-1, inf)"),
+    ("validating every 0 steps", lambda p: train(p, "trainer.val_check_interval=0"), 1,
+     "trainer.val_check_interval=0: must be in (0, inf)"),
+    ("accumulating 0 batches", lambda p: train(p, "trainer.accumulate_grad_batches=0"), 1,
+     "trainer.accumulate_grad_batches=0: must be in [1, inf)"),
+    ("negative clipping", lambda p: train(p, "trainer.gradient_clip_val=-1"), 1,
+     "trainer.gradient_clip_val=-1: must be in [0, inf)"),
+    ("logging every 0 steps", lambda p: train(p, "trainer.log_every_n_steps=0"), 1,
+     "trainer.log_every_n_steps=0: must be in [1, inf)"),
+    ("unknown precision", lambda p: train(p, "trainer.precision=fp8"), 1,
+     "trainer.precision='fp8': must be one of 32-true"),
+    ("unknown accelerator", lambda p: train(p, "trainer.accelerator=quantum"), 1,
+     "trainer.accelerator='quantum': must be one of cpu, gpu"),
+    ("zero devices", lambda p: train(p, "trainer.devices=0"), 1, "trainer.devices=0: must be in [1, 65536]"),
+    ("negative validation batches", lambda p: train(p, "trainer.limit_val_batches=-1"), 1,
+     "trainer.limit_val_batches=-1: must be in [0, inf)"),
+    ("empty batches", lambda p: train(p, "data.batch_size=0"), 1, "data.batch_size=0: must be in [1, inf)"),
+    ("sequences too short", lambda p: train(p, "data.max_seq_length=4"), 1,
+     "data.max_seq_length=4: must be in [8, 1048576]"),
+    ("short-sequence share above 1", lambda p: train(p, "data.short_seq_prob=1.5"), 1,
+     "data.short_seq_prob=1.5: must be in [0, 1]"),
+    ("negative workers", lambda p: train(p, "data.num_workers=-1"), 1, "data.num_workers=-1: must be in [0, 1024]"),
+    ("no training lines", lambda p: train(p, "data.max_train_lines=0"), 1, "data.max_train_lines=0: must be in [1, inf)"),
+    ("vocabulary of 5", lambda p: train(p, "tokenizer.vocab_size=5"), 1,
+     "tokenizer.vocab_size=5: must be in [10, 1000000]"),
+    ("keeping -2 checkpoints", lambda p: train(p, "callbacks.checkpoint.save_top_k=-2"), 1,
+     "callbacks.checkpoint.save_top_k=-2: must be in [-1, inf)"),
+    ("throughput window of 1", lambda p: train(p, "callbacks.throughput.window_size=1"), 1,
+     "callbacks.throughput.window_size=1: must be in [2, inf)"),
+    ("zero width", lambda p: train(p, "model.hidden_size=0"), 1, "model config: hidden_size must be a positive integer, got 0"),
+    ("100,000 layers", lambda p: train(p, "model.num_hidden_layers=100000"), 1,
+     "model config: num_hidden_layers is 100,000; bertlab accepts at most 1,000"),
+    ("dropout of 1 in the model", lambda p: train(p, "model.hidden_dropout_prob=1.0"), 1,
+     "model config: hidden_dropout_prob must be in [0, 1), got 1.0"),
+    ("a model larger than memory", lambda p: train(p, "model.hidden_size=16384", "model.num_attention_heads=16",
+                                                   "model.intermediate_size=65536", "model.num_hidden_layers=200"), 1,
+     "more than this machine's"),
+    ("zero layer-norm epsilon", lambda p: train(p, "model.layer_norm_eps=0"), 1,
+     "model config: layer_norm_eps must be positive, got 0"),
+    # types and names, checked by Hydra's schema and the `_target_` signatures
+    ("width not a number", lambda p: train(p, "model.hidden_size=abc"), 1,
+     "model.hidden_size='abc': expected int (like the default 32), got str"),
+    ("steps not a number", lambda p: train(p, "trainer.max_steps=abc"), 1,
+     "trainer.max_steps='abc': expected int (argument 'max_steps' of lightning.pytorch.Trainer), got str"),
+    ("fractional seed", lambda p: train(p, "seed=1.5"), 1, "seed=1.5: expected int (like the default 0), got float"),
+    ("unknown model key", lambda p: train(p, "model.colour=red"), 1, "unknown config key 'model.colour'; 'model' has:"),
+    ("unknown model key added", lambda p: train(p, "+model.colour=red"), 1,
+     "unknown config key 'model.colour'; the model group takes the fields of bertlab.BertConfig"),
+    ("misspelt trainer key", lambda p: train(p, "trainer.max_stepz=5"), 1, "unknown config key 'trainer.max_stepz'"),
+    # fine-tuning values
+    ("layer-wise decay of 0", lambda p: fine_tune(p, "task.layerwise_lr_decay=0"), 1,
+     "task.layerwise_lr_decay=0: must be in (0, 1]"),
+    ("empty evaluation batches", lambda p: fine_tune(p, "data.eval_batch_size=0"), 1,
+     "data.eval_batch_size=0: must be in [1, inf)"),
+    ("no labels", lambda p: fine_tune(p, "data.num_labels=0"), 1, "data.num_labels=0: must be in [1, 100000]"),
+    ("unknown monitor mode", lambda p: fine_tune(p, "monitor_mode=biggest"), 1,
+     "monitor_mode='biggest': must be one of min, max"),
+    ("no training samples", lambda p: fine_tune(p, "data.limit_train_samples=0"), 1,
+     "data.limit_train_samples=0: must be in [1, inf)"),
+    # a loaded model keeps its architecture
+    ("layers with init_from", lambda p: fine_tune(p, f"model.init_from={p['pretrained'] / 'hf_model'}",
+                                                  "model.num_hidden_layers=4", run="new"), 1,
+     "model.num_hidden_layers cannot change a model loaded with model.init_from="),
+    ("size group with init_from", lambda p: fine_tune(p, f"model.init_from={p['pretrained'] / 'hf_model'}",
+                                                      "model=bert_mini", run="new"), 1,
+     "model cannot change a model loaded with model.init_from="),
+    ("vocabulary with init_from",
+     lambda p: ["train", "+recipe=mlm_tiny", f"model.init_from={p['pretrained'] / 'hf_model'}",
+                "tokenizer.vocab_size=100", f"hydra.run.dir={p['root'] / 'new'}"], 1,
+     "tokenizer.vocab_size cannot change a model loaded with model.init_from="),
+    # finished runs are never written into, except by resuming them
+    ("train into a finished run", lambda p: train(p), 1, "already holds a run (hf_model, lightning_checkpoints, "
+                                                         "metrics.csv); choose a new folder, or continue that run"),
+    ("fine-tune into a finished run", lambda p: fine_tune(p, run="pretrained"), 1, "already holds a run"),
+    ("resume a fine-tuning checkpoint in train", lambda p: train(p, f"resume={ckpt(p, 'fine_tuned')}", run="new"), 1,
+     "was saved by ClassificationModule (fine-tune), not by this run's PretrainingModule"),
+    ("resume a pretraining checkpoint in fine-tune",
+     lambda p: fine_tune(p, f"resume={ckpt(p, 'pretrained')}", run="new"), 1,
+     "was saved by PretrainingModule (train), not by this run's ClassificationModule"),
+    ("resume another width", lambda p: train(p, f"resume={ckpt(p, 'pretrained')}", "model.hidden_size=64",
+                                             run="new"), 1,
+     "does not fit this run: model.hidden_size (run 64, checkpoint 32)"),
+    ("resume without NSP", lambda p: train(p, f"resume={ckpt(p, 'pretrained')}", "task=mlm_nsp", run="new"), 1,
+     "task.nsp (run True, checkpoint False)"),
+    ("resume another label count", lambda p: fine_tune(p, f"resume={ckpt(p, 'fine_tuned')}", "data.num_labels=3",
+                                                       "data.label_names=[a,b,c]", run="new"), 1,
+     "data.num_labels (run 3, checkpoint 2)"),
+    ("resume a missing file", lambda p: train(p, "resume=/no/such/last.ckpt", run="new"), 1,
+     "resume='/no/such/last.ckpt': no checkpoint at /no/such/last.ckpt"),
+    ("resume a corrupted file", lambda p: train(p, f"resume={p['root'] / 'corrupt.ckpt'}", run="new"), 1,
+     "corrupt.ckpt: not a readable Lightning checkpoint, truncated or corrupted?"),
+    ("resume a folder without checkpoints", lambda p: train(p, f"resume={p['no_head']}", run="new"), 1,
+     "lightning_checkpoints/last.ckpt; expected a Lightning .ckpt file or a run folder"),
+    ("output below a file", lambda p: train(p, run="not_a_folder/run"), 1, "cannot be created:"),
+    # evaluate and predict need a trained classifier and well-formed options
+    ("evaluate a masked-LM export",
+     lambda p: ["evaluate", str(p["pretrained"] / "hf_model"), "--data", str(p["data"] / "sst2")], 1,
+     "hf_model: no trained classifier head ("),
+    ("predict with a masked-LM export", lambda p: ["predict", str(p["pretrained"] / "hf_model"), "good"], 1,
+     "no trained classifier head"),
+    ("predict without head tensors", lambda p: ["predict", str(p["no_head"]), "good"], 1, "no trained classifier head"),
+    ("predict with renamed head tensors", lambda p: ["predict", str(p["renamed_head"]), "good"], 1,
+     "no trained classifier head"),
+    ("predict in batches of 0", lambda p: ["predict", str(p["fine_tuned"] / "hf_model"), "good", "--batch-size", "0"], 2,
+     "argument --batch-size: expected a positive integer, got 0"),
+    ("predict into a missing folder",
+     lambda p: ["predict", str(p["fine_tuned"] / "hf_model"), "good", "--output", "/no/such/dir/out.jsonl"], 2,
+     "/no/such/dir/out.jsonl: its folder /no/such/dir does not exist"),
+    ("predict into a .txt", lambda p: ["predict", str(p["fine_tuned"] / "hf_model"), "good", "--output",
+                                       str(p["root"] / "out.txt")], 2, "expected a .jsonl or .csv file name"),
+    ("predict without a checkpoint", lambda p: ["predict"], 2, "the following arguments are required: checkpoint"),
+    ("predict nothing", lambda p: ["predict", str(p["fine_tuned"] / "hf_model")], 2, "nothing to classify"),
+    ("predict from a missing file", lambda p: ["predict", str(p["fine_tuned"] / "hf_model"), "--file", "/no/such.txt"],
+     1, "--file /no/such.txt: no such file"),
+    ("predict with a missing checkpoint", lambda p: ["predict", "/no/such/model", "good"], 1,
+     "/no/such/model: not a checkpoint directory"),
+    ("evaluate without data", lambda p: ["evaluate", str(p["fine_tuned"] / "hf_model")], 2,
+     "the following arguments are required: --data"),
+    ("evaluate a missing split",
+     lambda p: ["evaluate", str(p["fine_tuned"] / "hf_model"), "--data", str(p["data"] / "sst2"), "--split", "nope"], 1,
+     "has no split 'nope'"),
+    ("evaluate into a missing folder",
+     lambda p: ["evaluate", str(p["fine_tuned"] / "hf_model"), "--data", str(p["data"] / "sst2"), "--output",
+                "/no/such/eval.json"], 2, "its folder /no/such does not exist"),
+    # untrusted checkpoint files
+    ("config.json of absurd width", lambda p: ["predict", str(p["absurd_width"]), "good"], 1,
+     "config.json: model config: hidden_size is 5,000,000; bertlab accepts at most 65,536"),
+    ("config.json beyond memory", lambda p: ["predict", str(p["absurd_memory"]), "good"], 1,
+     "config.json: model config: its"),
+    ("config.json with negative layers", lambda p: ["predict", str(p["negative_layers"]), "good"], 1,
+     "num_hidden_layers must be a positive integer, got -2"),
+    ("config.json wider than the weights", lambda p: ["predict", str(p["wider_than_weights"]), "good"], 1,
+     "tensor(s) do not fit the model config"),
+    ("truncated weights", lambda p: ["predict", str(p["truncated"]), "good"], 1,
+     "model.safetensors: unreadable safetensors file, truncated or corrupted"),
+    # the command line itself
+    ("unknown flag", lambda p: ["train", "-x"], 2, "command line: unknown flag -x"),
+    ("--cfg without a value", lambda p: ["train", "--cfg"], 2, "command line: --cfg needs a value (job, hydra, all)"),
+    ("unknown command", lambda p: ["frobnicate"], 2, "unknown command 'frobnicate'"),
+    ("bench of an unknown size", lambda p: ["bench", "--sizes", "bert_huge"], 2, "--sizes: unknown bert_huge"),
+    ("summarize a missing folder", lambda p: ["summarize", "/no/such/sweep"], 1, "/no/such/sweep: no runs"),
+]
+
+
+def checksums(root: Path) -> dict[str, str]:
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+            for path in sorted(root.rglob("*"))}
+
+
+def test_the_catalogue_is_large():
+    assert len(CASES) >= 60 and len({case for case, *_ in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case, argv, code, expected", CASES, ids=[case for case, *_ in CASES])
+def test_bad_input_is_one_line_and_changes_nothing(case, argv, code, expected, runs, capsys):
+    before = checksums(runs["root"]) | {f"data/{k}": v for k, v in checksums(runs["data"]).items()}
+    outcome = run_in_process(argv(runs), capsys)
+    assert outcome.code == code, outcome
+    assert outcome.error_lines and outcome.error_lines[-1].startswith("bertlab: error: "), outcome.err
+    assert [line for line in outcome.error_lines if "error:" in line] == outcome.error_lines[-1:], outcome.err
+    assert expected in outcome.error_lines[-1], outcome.error_lines[-1]
+    assert "Traceback" not in outcome.out + outcome.err
+    after = checksums(runs["root"]) | {f"data/{k}": v for k, v in checksums(runs["data"]).items()}
+    assert after == before
