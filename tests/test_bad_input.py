@@ -272,3 +272,17 @@ def test_bad_input_is_one_line_and_changes_nothing(case, argv, code, expected, r
     assert "Traceback" not in outcome.out + outcome.err
     after = checksums(runs["root"]) | {f"data/{k}": v for k, v in checksums(runs["data"]).items()}
     assert after == before
+
+
+def test_a_failed_resume_keeps_the_results_of_the_run(runs, capsys):
+    """Resuming may write into a finished run's folder, but one that fails before training (here:
+    its corpus is gone) leaves its results, metrics and config as they were (Hydra's own .hydra/
+    and log file record the attempt)."""
+    def results() -> dict[str, str]:
+        return {name: value for name, value in checksums(runs["pretrained"]).items()
+                if not name.startswith(".hydra") and not name.endswith(".log")}
+
+    before = results()
+    outcome = run_in_process(train(runs, "resume=auto", "data.source=/no/such/corpus"), capsys)
+    assert outcome.code == 1 and "'/no/such/corpus' does not exist" in outcome.error_lines[-1], outcome.err
+    assert results() == before

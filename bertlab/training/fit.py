@@ -37,14 +37,19 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     """Runs one training command: fits the module `prepare` returns and exports `export_weights`
     ("final", or "best" by the checkpoint callback's monitor) to <run>/hf_model. Returns the run folder."""
     started = time.perf_counter()
-    run_dir = run_folder.prepare_run_dir(cfg)
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
     checkpoint = run_folder.resume_path(cfg.resume, run_dir)
     export = ExportPretrained(str(run_dir / run_folder.HF_MODEL), weights=export_weights)
-    trainer = build_trainer(cfg, [export], resume_from=checkpoint)
+    trainer = build_trainer(cfg, [export])
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = prepare()
     if checkpoint is not None:
         run_folder.check_checkpoint_fits(module, checkpoint)
+        # Only now that every check has passed: Lightning's CSVLogger replaces metrics.csv.
+        run_folder.restore_metrics(trainer, Path(checkpoint))
+        # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
+        warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
+    run_folder.write_config(cfg, run_dir)
     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
     if trainer.is_global_zero:
         if HydraConfig.get().mode == RunMode.RUN:
@@ -53,14 +58,8 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     return run_dir
 
 
-def build_trainer(cfg: DictConfig, extra_callbacks: list[L.Callback] = (), resume_from: str | None = None) -> L.Trainer:
-    """The Trainer of `cfg.trainer` with the `callbacks` and `logger` groups; `resume_from` (see
-    `run_folder.resume_path`) brings back the metrics rows logged before that checkpoint."""
+def build_trainer(cfg: DictConfig, extra_callbacks: list[L.Callback] = ()) -> L.Trainer:
+    """The Trainer of `cfg.trainer` with the `callbacks` and `logger` groups."""
     callbacks = [instantiate(spec) for spec in cfg.get("callbacks", {}).values() if spec is not None]
     loggers = [instantiate(spec) for spec in cfg.get("logger", {}).values() if spec is not None]
-    trainer = instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers)
-    if resume_from is not None:
-        run_folder.restore_metrics(trainer, Path(resume_from))
-        # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
-        warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
-    return trainer
+    return instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers)

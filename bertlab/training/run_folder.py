@@ -16,7 +16,6 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from hydra.core.hydra_config import HydraConfig
 from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
@@ -31,14 +30,11 @@ CHECKPOINTS = RunCheckpoint.FOLDER
 LATEST = "latest"
 
 
-def prepare_run_dir(cfg: DictConfig) -> Path:
-    """The Hydra run folder (bertlab.training.preflight checked it could be created and holds no
-    other run), with the resolved config in `config.yaml`."""
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+def write_config(cfg: DictConfig, run_dir: Path) -> None:
+    """The resolved config as `config.yaml`, once the run has passed every check and prepared its data."""
     if is_rank_zero():
         config_text = OmegaConf.to_yaml(cfg, resolve=True)
         write_atomically(run_dir / "config.yaml", lambda temp: Path(temp).write_text(config_text))
-    return run_dir
 
 
 def resume_path(resume: str | None, run_dir: Path) -> str | None:
