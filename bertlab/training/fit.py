@@ -13,6 +13,7 @@ means that a checkpoint on disk is always whole.
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from bertlab.lit.callbacks import ExportPretrained
 from bertlab.metrics import run_summary
 from bertlab.training import run_folder
 
+log = logging.getLogger("bertlab")
 # What a command builds once the Trainer exists: its LightningModule and LightningDataModule.
 Prepare = Callable[[], tuple[L.LightningModule, L.LightningDataModule]]
 
@@ -44,6 +46,7 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = prepare()
     if checkpoint is not None:
+        log.info("Resuming from %s (step %d)", checkpoint, run_folder.checkpoint_step(Path(checkpoint)))
         run_folder.check_checkpoint_fits(module, checkpoint)
         # Only now that every check has passed: Lightning's CSVLogger replaces metrics.csv.
         run_folder.restore_metrics(trainer, Path(checkpoint))

@@ -55,8 +55,7 @@ def resume_path(resume: str | None, run_dir: Path) -> str | None:
         if not path.is_file():
             raise CheckpointError(f"resume={resume!r}: no checkpoint at {path}; expected a Lightning .ckpt "
                                   f"file or a run folder containing {CHECKPOINTS}/{RunCheckpoint.LAST}")
-    step = checkpoint_step(path)
-    log.info("Resuming from %s (step %d)", path, step)
+    checkpoint_step(path)  # readable, or a one-line CheckpointError now
     return str(path)
 
 
