@@ -1,6 +1,7 @@
-"""Running the bertlab command line from tests: in this process (fast: no interpreter start-up, which
-costs ~10 s per run on a busy machine) or as a child process (for kills and multi-process runs),
-with argument lists for tiny models on the synthetic data of conftest.py."""
+"""The one way tests run the bertlab command line — in this process (`run_in_process`: fast, no
+interpreter start-up, which costs ~10 s per run on a busy machine), as a child process waited for
+(`run_child`: a fresh interpreter, multi-process runs) or started in the background (`start_child`:
+to be killed) — with argument lists for tiny models on the synthetic data of conftest.py."""
 
 from __future__ import annotations
 
@@ -85,6 +86,14 @@ def run_in_process(argv: list[str], capsys: pytest.CaptureFixture | None = None)
 
 def child_environment(**extra: str) -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **extra}
+
+
+def run_child(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m bertlab ARGV` as a child process, which must succeed; its output is returned."""
+    result = subprocess.run([sys.executable, "-m", "bertlab", *argv], cwd=cwd, env=env or child_environment(),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"bertlab {' '.join(argv)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
 
 
 def start_child(argv: list[str], log: Path) -> subprocess.Popen:

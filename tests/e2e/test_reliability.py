@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from bertlab.lit.callbacks import AtomicCheckpointIO
-from bertlab_runs import pretraining, run_in_process, sha256, start_child
+from tests.bertlab_runs import pretraining, run_in_process, sha256, start_child
 
 # ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.
 # Without metrics.png/json (slow to draw): resuming must not depend on them.

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bertlab.metrics import run_summary
-from bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
+from tests.bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
 
 
 def write_run(sweep: Path, job: str, seed: int, accuracies: list[float]) -> None:
@@ -70,13 +69,3 @@ def test_a_seed_sweep_writes_its_summary_when_it_ends(tiny_data_dir, tmp_path, c
     assert {"val/accuracy", "val/f1", "val/loss", "val/mcc"} <= set(rows[0])
     assert rows[0]["val/loss"] != rows[1]["val/loss"]  # the seeds made a difference
     assert "| mean ± std |" in (sweep / "summary.md").read_text()
-
-
-def test_run_summary_names_the_best_value_of_the_monitored_metric(tmp_path: Path):
-    (tmp_path / "metrics.csv").write_text(
-        "epoch,step,train/loss,val/accuracy\n0,9,0.7,\n0,99,,0.80\n0,199,,0.84\n1,299,,0.82\n")
-    lines = run_summary(tmp_path, 1.5, "val/accuracy", "max").splitlines()
-    assert "val/accuracy: 0.8 (step 99) → 0.82 (step 299)" in lines
-    assert lines[-1] == "best val/accuracy: 0.84 (step 199), the exported checkpoint"
-    assert run_summary(tmp_path, 1.5, "val/accuracy", "min").splitlines()[-1].startswith("best val/accuracy: 0.8 ")
-    assert "best" not in run_summary(tmp_path, 1.5)

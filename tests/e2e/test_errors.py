@@ -17,7 +17,7 @@ from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
-from bertlab_runs import fine_tuning, pretraining, run_in_process
+from tests.bertlab_runs import fine_tuning, pretraining, run_in_process
 
 
 @pytest.fixture(scope="module")

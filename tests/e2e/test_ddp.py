@@ -4,28 +4,19 @@ batch, accumulated micro-batches or the batches of two processes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from bertlab_runs import child_environment, fine_tuning, pretraining, run_in_process, sentiment_tokenizer
-
-
-def bertlab_child(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "bertlab", *argv], cwd=cwd, env=child_environment(),
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
+from tests.bertlab_runs import fine_tuning, pretraining, run_child, run_in_process, sentiment_tokenizer
 
 
 @pytest.mark.slow
 def test_mlm_tiny_on_two_processes_writes_one_folder_from_rank_zero(tiny_data_dir, tmp_path):
     run_dir = tmp_path / "run"
-    result = bertlab_child(pretraining(tiny_data_dir, tmp_path / "cache", run_dir, "trainer=ddp",
+    result = run_child(pretraining(tiny_data_dir, tmp_path / "cache", run_dir, "trainer=ddp",
                                        "trainer.max_steps=4", "trainer.val_check_interval=2"), cwd=tmp_path)
     output = result.stdout + result.stderr
     assert "distributed_backend=gloo" in output and "Starting with 2 processes" in output
@@ -64,7 +55,7 @@ def first_steps(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
         run_dir = root / name.replace(" ", "_").replace(":", "")
         argv = fine_tuning(tiny_data_dir, tokenizer, run_dir, *same_step, *layout)
         if "trainer=ddp" in layout:
-            bertlab_child(argv, cwd=root)
+            run_child(argv, cwd=root)
         else:
             outcome = run_in_process(argv)
             assert outcome.code == 0, outcome.err

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,18 +12,12 @@ import torch
 
 from bertlab import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer
+from tests.bertlab_runs import run_child
 
 TINY_MODEL = ["model.num_hidden_layers=1", "model.hidden_size=32", "model.num_attention_heads=2",
               "model.intermediate_size=64", "model.max_position_embeddings=64", "data.max_seq_length=64"]
 SHORT_RUN = ["trainer.max_steps=6", "trainer.val_check_interval=3", "trainer.limit_val_batches=2",
              "data.batch_size=8"]
-
-
-def bertlab(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "bertlab", *args], env=env, cwd=cwd,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"bertlab {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +32,8 @@ def workspace(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
 def pretrained(workspace) -> Path:
     root, env = workspace
     run_dir = root / "outputs" / "mlm_tiny" / "run1"
-    bertlab("train", "+recipe=mlm_tiny", *TINY_MODEL, *SHORT_RUN, "tokenizer.vocab_size=300",
-            f"hydra.run.dir={run_dir}", env=env, cwd=root)
+    run_child(["train", "+recipe=mlm_tiny", *TINY_MODEL, *SHORT_RUN, "tokenizer.vocab_size=300",
+            f"hydra.run.dir={run_dir}"], env=env, cwd=root)
     return run_dir
 
 
@@ -49,8 +41,8 @@ def pretrained(workspace) -> Path:
 def fine_tuned(workspace, pretrained) -> Path:
     root, env = workspace
     run_dir = root / "outputs" / "sst2" / "run1"
-    bertlab("fine-tune", "+recipe=sst2", *SHORT_RUN, "data.limit_train_samples=64",
-            f"hydra.run.dir={run_dir}", env=env, cwd=root)
+    run_child(["fine-tune", "+recipe=sst2", *SHORT_RUN, "data.limit_train_samples=64",
+            f"hydra.run.dir={run_dir}"], env=env, cwd=root)
     return run_dir
 
 
@@ -105,8 +97,8 @@ def test_fine_tune_exports_a_classifier_transformers_agrees_with(fine_tuned: Pat
 def test_evaluate_prints_and_writes_metrics(workspace, fine_tuned: Path, tiny_data_dir: Path):
     root, env = workspace
     output = root / "eval.json"
-    result = bertlab("evaluate", str(fine_tuned / "hf_model"), "--data", str(tiny_data_dir / "sst2"),
-                     "--output", str(output), env=env, cwd=root)
+    result = run_child(["evaluate", str(fine_tuned / "hf_model"), "--data", str(tiny_data_dir / "sst2"),
+                     "--output", str(output)], env=env, cwd=root)
     assert "accuracy:" in result.stdout
     metrics = json.loads(output.read_text())
     assert 0.0 <= metrics["accuracy"] <= 1.0 and {"f1", "mcc", "loss"} <= set(metrics)
@@ -115,15 +107,15 @@ def test_evaluate_prints_and_writes_metrics(workspace, fine_tuned: Path, tiny_da
 def test_predict_sentences_and_files(workspace, fine_tuned: Path, tiny_data_dir: Path):
     root, env = workspace
     checkpoint = str(fine_tuned / "hf_model")
-    result = bertlab("predict", checkpoint, "a wonderful film", "dull", env=env, cwd=root)
+    result = run_child(["predict", checkpoint, "a wonderful film", "dull"], env=env, cwd=root)
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [row["text"] for row in rows] == ["a wonderful film", "dull"]
     for row in rows:
         assert row["label"] in ("negative", "positive")
         assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
     output = root / "predictions.csv"
-    bertlab("predict", checkpoint, "--file", str(tiny_data_dir / "sst2" / "validation.parquet"),
-            "--column", "sentence", "--output", str(output), env=env, cwd=root)
+    run_child(["predict", checkpoint, "--file", str(tiny_data_dir / "sst2" / "validation.parquet"),
+            "--column", "sentence", "--output", str(output)], env=env, cwd=root)
     lines = output.read_text().splitlines()
     assert lines[0].split(",")[:3] == ["text", "label", "score"] and len(lines) == 65
 
@@ -131,8 +123,8 @@ def test_predict_sentences_and_files(workspace, fine_tuned: Path, tiny_data_dir:
 def test_scratch_control_runs_with_the_pretrained_vocabulary(workspace, pretrained: Path):
     root, env = workspace
     run_dir = root / "outputs" / "sst2_scratch" / "run1"
-    bertlab("fine-tune", "+recipe=sst2_scratch", *TINY_MODEL, *SHORT_RUN, "data.limit_train_samples=64",
-            f"hydra.run.dir={run_dir}", env=env, cwd=root)
+    run_child(["fine-tune", "+recipe=sst2_scratch", *TINY_MODEL, *SHORT_RUN, "data.limit_train_samples=64",
+            f"hydra.run.dir={run_dir}"], env=env, cwd=root)
     config = json.loads((run_dir / "hf_model" / "config.json").read_text())
     assert config["vocab_size"] == load_tokenizer(pretrained / "hf_model").get_vocab_size()
     assert config["hidden_size"] == 32

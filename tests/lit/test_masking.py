@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertlab.lit.masking import mask_tokens
+from bertlab.lit.masking import mask_tokens, masking_generator
 from bertlab.model import IGNORE_INDEX
 from bertlab.errors import ConfigError
 
@@ -99,3 +99,13 @@ def test_whole_word_masking_masks_whole_words():
     chosen_words = word_ids[chosen].unique().numel()
     assert chosen_words / word_ids[ordinary].unique().numel() == pytest.approx(0.15, abs=0.015)
     assert torch.equal(masked[~chosen], input_ids[~chosen])
+
+
+def test_masking_generator_depends_only_on_seed_and_position():
+    def draws(*key):
+        return torch.rand(5, generator=masking_generator(*key))
+
+    assert torch.equal(draws(7, 0, 3, 1), draws(7, 0, 3, 1))
+    assert not torch.equal(draws(7, 0, 3, 1), draws(7, 0, 4, 1))
+    assert not torch.equal(draws(7, 0, 3, 1), draws(7, 0, 3, 0))
+    assert not torch.equal(draws(7, 0, 3, 1), draws(8, 0, 3, 1))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file, save_file
 
-from bertlab_runs import fine_tuning, pretraining, run_in_process
+from tests.bertlab_runs import fine_tuning, pretraining, run_in_process
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,80 @@
+"""`model.init_from` through the command line: the checkpoint's architecture is kept (an override of it
+is refused before anything is written), dropout overrides reach the model; and `evaluate` (batched
+length-sorted inference) scores exactly as Lightning's validation loop does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lightning as L
+import pandas as pd
+import pytest
+
+from bertlab.commands.evaluate import evaluate
+from bertlab.config import BertConfig
+from bertlab.data.classification import ClassificationDataModule
+from bertlab.lit import ClassificationModule
+from bertlab.model import BertForMaskedLM, BertForSequenceClassification
+from bertlab.tokenizer import save_tokenizer, train_tokenizer
+from tests.bertlab_runs import fine_tuning, run_in_process
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_data_dir: Path):
+    sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
+    return train_tokenizer(sentences, vocab_size=60)
+
+
+def save(model, tokenizer, directory: Path) -> Path:
+    model.save_pretrained(directory)
+    save_tokenizer(tokenizer, directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def masked_lm(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    return save(BertForMaskedLM(config), tokenizer, tmp_path_factory.mktemp("mlm") / "hf_model")
+
+
+def test_an_architecture_override_with_init_from_is_refused_before_anything_is_written(masked_lm, tiny_data_dir,
+                                                                                       tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    outcome = run_in_process(fine_tuning(tiny_data_dir, masked_lm, run_dir, f"model.init_from={masked_lm}",
+                                         "model.num_hidden_layers=4"), capsys)
+    assert outcome.code == 1
+    assert outcome.error_lines[-1].startswith(f"bertlab: error: model.num_hidden_layers cannot change a model "
+                                              f"loaded with model.init_from={masked_lm}")
+    assert not run_dir.exists()
+
+
+def test_a_dropout_override_with_init_from_reaches_the_model(masked_lm, tiny_data_dir, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    outcome = run_in_process(fine_tuning(tiny_data_dir, masked_lm, run_dir, f"model.init_from={masked_lm}",
+                                         "model.hidden_dropout_prob=0.3", "trainer.max_steps=1",
+                                         "trainer.val_check_interval=1", "data.limit_eval_samples=8"), capsys)
+    assert outcome.code == 0, outcome.err
+    saved = json.loads((run_dir / "hf_model" / "config.json").read_text())
+    assert saved["hidden_dropout_prob"] == 0.3
+    assert saved["attention_probs_dropout_prob"] == 0.1  # not overridden: the checkpoint's own
+    assert json.loads((masked_lm / "config.json").read_text())["hidden_dropout_prob"] == 0.1
+
+
+def test_evaluate_scores_as_the_lightning_validation_loop(tokenizer, tiny_data_dir, tmp_path):
+    L.seed_everything(3)
+    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                        id2label={0: "negative", 1: "positive"})
+    classifier = save(BertForSequenceClassification(config), tokenizer, tmp_path / "classifier")
+    ours = evaluate(str(classifier), str(tiny_data_dir / "sst2"), batch_size=7)
+    datamodule = ClassificationDataModule(str(tiny_data_dir / "sst2"), str(classifier), label_names=["negative", "positive"],
+                                          eval_batch_size=16)
+    model = BertForSequenceClassification.from_pretrained(classifier)
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    (lightning,) = trainer.validate(ClassificationModule(model=model), datamodule=datamodule, verbose=False)
+    assert set(ours) == {key.removeprefix("val/") for key in lightning}
+    for key, value in lightning.items():
+        assert ours[key.removeprefix("val/")] == pytest.approx(float(value), abs=1e-5), key

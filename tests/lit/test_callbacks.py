@@ -1,0 +1,131 @@
+"""bertlab's Lightning callbacks (bertlab.lit.callbacks): the Hugging Face export, weight averaging,
+the final-step validation, the finite-loss guard and the metric artefacts."""
+
+from __future__ import annotations
+
+
+import lightning as L
+import pandas as pd
+import pytest
+import torch
+from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
+
+from bertlab.lit.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, ValidateFinalStep
+from bertlab.errors import BertlabError, ConfigError
+from bertlab.lit import ClassificationModule
+from bertlab.model import BertForMaskedLM, BertForSequenceClassification
+from bertlab.tokenizer import load_tokenizer, train_tokenizer
+from tests.lit.helpers import (adamw, classification_batch, loader, model_weights, pretraining_batch,
+                               pretraining_module, tiny_config, trainer)
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    texts = ["the cat sat on the mat", "a dog ate the bone", "the bird sang a song"] * 5
+    return train_tokenizer(texts, vocab_size=60, min_frequency=1)
+
+
+def test_export_writes_a_loadable_directory_atomically(tmp_path, tokenizer):
+    export_dir = tmp_path / "export"
+    export_dir.mkdir()
+    (export_dir / "stale.txt").write_text("from an earlier export")
+    module = pretraining_module()
+    run = trainer(tmp_path, max_steps=2, logger=False,
+                  callbacks=[ExportPretrained(str(export_dir), tokenizer=tokenizer)])
+    run.fit(module, loader([pretraining_batch()] * 2))
+
+    loaded = BertForMaskedLM.from_pretrained(export_dir)
+    assert loaded.load_report.complete
+    trained = model_weights(module)
+    assert all(torch.equal(value, trained[key]) for key, value in loaded.state_dict().items())
+    assert load_tokenizer(export_dir).get_vocab() == tokenizer.get_vocab()
+    assert not (export_dir / "stale.txt").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["export"]  # no temporary siblings left
+
+
+def test_export_of_the_best_checkpoint_reloads_itsmodel_weights(tmp_path, tokenizer):
+    batch = classification_batch()
+    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=5e-3))
+    # "Best" = highest validation loss, i.e. an early checkpoint that differs from the final weights.
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val/loss", mode="max")
+    export = ExportPretrained(str(tmp_path / "best"), weights="best", tokenizer=tokenizer)
+    run = trainer(tmp_path, max_steps=6, enable_checkpointing=True, val_check_interval=2,
+                  callbacks=[checkpoint, export])
+    run.fit(module, loader([batch] * 6), loader([batch]))
+
+    best = torch.load(checkpoint.best_model_path, weights_only=True)["state_dict"]
+    exported = BertForSequenceClassification.from_pretrained(tmp_path / "best").state_dict()
+    assert all(torch.equal(value, best[f"model.{key}"]) for key, value in exported.items())
+    final = model_weights(module)
+    assert not all(torch.equal(value, final[key]) for key, value in exported.items())
+
+
+class RecordWeights(L.Callback):
+    def __init__(self):
+        self.steps = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.steps.append(model_weights(pl_module))
+
+
+def test_weight_averaging_validates_checkpoints_and_exports_the_average(tmp_path, tokenizer):
+    batch = classification_batch()
+    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=5e-3))
+    record = RecordWeights()
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val/loss", mode="min")
+    export = ExportPretrained(str(tmp_path / "best"), weights="best", tokenizer=tokenizer)
+    run = trainer(tmp_path, max_steps=6, enable_checkpointing=True, val_check_interval=3,
+                  callbacks=[EMAWeightAveraging(decay=0.5), record, checkpoint, export])
+    run.fit(module, loader([batch] * 6), loader([batch]))
+
+    average = dict(record.steps[0])
+    for weights in record.steps[1:]:
+        average = {key: 0.5 * value + 0.5 * weights[key] for key, value in average.items()}
+    exported = BertForSequenceClassification.from_pretrained(tmp_path / "best").state_dict()
+    assert checkpoint.best_model_path.endswith("step=6.ckpt")  # the loss falls: the last validation is best
+    for key, value in exported.items():
+        torch.testing.assert_close(value, average[key], msg=key)
+    assert not all(torch.equal(value, record.steps[-1][key]) for key, value in exported.items())
+
+
+@pytest.mark.parametrize(("limits", "intervals"), [({"max_steps": 7}, [2, 5]),
+                                                   ({"max_steps": -1, "max_epochs": 2}, [2, 5, 8])],
+                         ids=["max_steps", "max_epochs"])  # 2 epochs of 5 batches: 10 steps
+@pytest.mark.parametrize("validate_final_step", [False, True])
+def test_the_final_step_is_validated_between_two_intervals(tmp_path, limits, intervals, validate_final_step):
+    callbacks = [ValidateFinalStep()] if validate_final_step else []
+    run = trainer(tmp_path, val_check_interval=3, check_val_every_n_epoch=None, callbacks=callbacks, **limits)
+    run.fit(ClassificationModule(tiny_config(), optimizer=adamw()), loader([classification_batch()] * 5),
+            loader([classification_batch()]))
+
+    frame = pd.read_csv(run.logger.log_dir + "/metrics.csv")
+    validated = frame.loc[frame["val/loss"].notna(), "step"].tolist()
+    final_step = run.global_step - 1
+    assert final_step == (6 if "max_epochs" not in limits else 9)
+    assert validated == intervals + [final_step] * validate_final_step
+
+
+class NaNAtStep3(ClassificationModule):
+    def training_step(self, batch, batch_idx):
+        loss = super().training_step(batch, batch_idx)
+        return loss * float("nan") if self.global_step == 3 else loss
+
+
+def test_finite_loss_guard_stops_at_the_bad_step_and_keeps_the_good_checkpoints(tmp_path):
+    module = NaNAtStep3(tiny_config(), optimizer=adamw())
+    checkpoints = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=1, save_top_k=-1)
+    run = trainer(tmp_path, max_steps=10, enable_checkpointing=True, logger=False,
+                  callbacks=[checkpoints, FiniteLossGuard(check_every_n_steps=4)])
+    with pytest.raises(BertlabError, match=r"NaN or inf at training step 3 .*kept in"):
+        run.fit(module, loader([classification_batch()] * 10))
+    saved = sorted(path.name for path in (tmp_path / "ckpt").iterdir())
+    assert saved == ["epoch=0-step=1.ckpt", "epoch=0-step=2.ckpt", "epoch=0-step=3.ckpt"]
+
+
+def test_metrics_artifacts_require_a_csv_logger(tmp_path):
+    run = trainer(tmp_path, max_steps=1, logger=False, callbacks=[MetricsArtifacts()])
+    with pytest.raises(ConfigError, match="CSVLogger"):
+        run.fit(pretraining_module(), loader([pretraining_batch()]))

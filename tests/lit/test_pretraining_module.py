@@ -1,0 +1,148 @@
+"""PretrainingModule (bertlab.lit.pretraining) on a tiny BERT and in-memory batches: learning, the
+unigram output bias, pretraining dropout, NSP, exact resume and reloading."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from bertlab.lit.callbacks import MetricsArtifacts
+from bertlab.lit.masking import mask_tokens, masking_generator
+from bertlab.errors import ConfigError, DataError
+from bertlab.lit import PretrainingModule
+from bertlab.model import BertForMaskedLM
+from tests.lit.helpers import (VOCAB, loader, model_weights, pretraining_batch, pretraining_module, tiny_config,
+                               trainer)
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
+
+
+def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
+    torch.manual_seed(0)  # the initial weights: this test's outcome must not hang on the tests run before it
+    module = pretraining_module()
+    batch = pretraining_batch()
+    run = trainer(tmp_path, max_steps=200, log_every_n_steps=10, val_check_interval=100,
+                  callbacks=[MetricsArtifacts()])
+    before = run.validate(module, loader([batch]), verbose=False)[0]
+    run.fit(module, loader([batch] * 200), loader([batch]))
+    after = run.validate(module, loader([batch]), verbose=False)[0]
+
+    assert after["val/loss"] < before["val/loss"] - 3.0
+    assert after["val/perplexity"] == pytest.approx(math.exp(after["val/loss"]), rel=1e-4)
+    assert after["val/accuracy"] > max(0.5, before["val/accuracy"])
+    assert run.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-6)  # decayed to zero
+
+    log_dir = tmp_path / "logs" / "lightning_logs" / "version_0"
+    summary = json.loads((log_dir / "metrics.json").read_text())  # rewritten by the last validate
+    assert summary["step"] == 200
+    assert summary["final"]["val/loss"] == pytest.approx(after["val/loss"])
+    assert summary["best"]["val/loss"]["value"] == pytest.approx(after["val/loss"])
+    assert "train/loss" in summary["final"] and "val/perplexity" in summary["best"]
+    png = (log_dir / "metrics.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_unigram_output_bias_starts_the_loss_at_the_unigram_entropy():
+    batch = pretraining_batch()
+    counts = torch.bincount(batch["input_ids"].flatten(), minlength=VOCAB).numpy()
+    module = pretraining_module(special_token_ids=[2, 3])
+    module.init_output_bias(counts)
+    bias = module.model.cls.predictions.bias.detach().double()
+    smoothed = torch.as_tensor(counts, dtype=torch.float64) + 1
+    smoothed[[2, 3]] = 1  # [CLS] and [SEP] are never predicted
+    assert torch.allclose(bias.exp().sum(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.allclose(bias, (smoothed / smoothed.sum()).log(), atol=1e-6)
+    # The first loss is about the targets' entropy under those frequencies, not log(vocab size).
+    module.eval()
+    output, labels = module._masked_forward(batch, masking_generator(0, 0), return_logits=True)
+    unigram = -bias[labels[labels != -100]].mean().item()
+    assert output.loss.item() == pytest.approx(unigram, abs=0.2)
+    assert abs(output.loss.item() - math.log(VOCAB)) > 1.0
+    with pytest.raises(DataError, match="token counts"):
+        module.init_output_bias(counts[:-1])
+
+
+def test_pretraining_dropout_holds_for_the_run_and_the_checkpoint_keeps_the_models(tmp_path):
+    config = tiny_config(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+    batch = pretraining_batch()
+
+    def two_training_forwards(model):
+        return [model.train()(batch["input_ids"], batch["attention_mask"]).logits for _ in range(2)]
+
+    module = pretraining_module(config=config, dropout=0.0)
+    assert torch.equal(*two_training_forwards(module.model))
+    assert module.model.config.hidden_dropout_prob == 0.3
+    module.model.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["attention_probs_dropout_prob"] == 0.3
+    assert not torch.equal(*two_training_forwards(BertForMaskedLM.from_pretrained(tmp_path)))
+    with pytest.raises(ConfigError, match="task.dropout"):
+        pretraining_module(dropout=1.0)
+
+
+def test_pretraining_with_next_sentence_prediction_logs_its_losses_and_accuracy(tmp_path):
+    module = pretraining_module(nsp=True)
+    batch = pretraining_batch(nsp=True)
+    run = trainer(tmp_path, max_steps=2, log_every_n_steps=1)
+    run.fit(module, loader([batch] * 2), loader([batch]))
+    assert {"train/loss", "train/mlm_loss", "train/nsp_loss", "val/nsp_accuracy"} <= set(run.logged_metrics)
+    logged = run.logged_metrics
+    assert logged["train/loss"] == pytest.approx(logged["train/mlm_loss"] + logged["train/nsp_loss"])
+    with pytest.raises(DataError, match="next_sentence_label"):
+        run.validate(module, loader([pretraining_batch()]), verbose=False)
+
+
+
+
+def test_resumed_pretraining_masks_and_trains_exactly_like_an_uninterrupted_run(tmp_path, monkeypatch):
+    masks: list[torch.Tensor] = []
+
+    def recording_mask_tokens(*args, **kwargs):
+        masked, labels = mask_tokens(*args, **kwargs)
+        masks.append(labels != -100)
+        return masked, labels
+
+    monkeypatch.setattr("bertlab.lit.pretraining.mask_tokens", recording_mask_tokens)
+    no_dropout = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    data = loader([pretraining_batch()] * 8)
+    common = dict(accumulate_grad_batches=2, logger=False)
+
+    straight = pretraining_module(config=no_dropout)
+    trainer(tmp_path, max_steps=4, **common).fit(straight, data)
+    straight_masks, masks[:] = masks[:], []
+
+    torch.manual_seed(0)
+    first_half = pretraining_module(config=no_dropout)
+    interrupted = trainer(tmp_path, max_steps=2, **common)
+    interrupted.fit(first_half, data)
+    interrupted.save_checkpoint(tmp_path / "half.ckpt")
+    resumed = pretraining_module(config=no_dropout)
+    trainer(tmp_path, max_steps=4, **common).fit(resumed, data, ckpt_path=tmp_path / "half.ckpt")
+
+    # 4 optimizer steps x 2 micro-batches, each masked differently; the resumed run repeats them all.
+    assert len(straight_masks) == 8
+    assert len({tuple(mask.flatten().tolist()) for mask in straight_masks}) == 8
+    assert all(torch.equal(a, b) for a, b in zip(masks, straight_masks, strict=True))
+    expected = model_weights(straight)
+    assert all(torch.equal(expected[key], value) for key, value in model_weights(resumed).items())
+
+    torch.manual_seed(0)
+    other_seed = pretraining_module(config=no_dropout, seed=8)
+    trainer(tmp_path, max_steps=4, **common).fit(other_seed, data)
+    assert not all(torch.equal(expected[key], value) for key, value in model_weights(other_seed).items())
+
+
+def test_pretraining_checkpoint_reloads_with_its_hyperparameters(tmp_path):
+    module = pretraining_module(special_token_ids=[0, 1, 2, 3])
+    run = trainer(tmp_path, max_steps=1, logger=False)
+    run.fit(module, loader([pretraining_batch()]))
+    run.save_checkpoint(tmp_path / "model.ckpt")
+    reloaded = PretrainingModule.load_from_checkpoint(tmp_path / "model.ckpt", weights_only=True)
+    assert reloaded.hparams.seed == 7 and reloaded.hparams.special_token_ids == [0, 1, 2, 3]
+    assert reloaded.model.config.to_dict() == module.model.config.to_dict()
+    assert all(torch.equal(value, model_weights(module)[key]) for key, value in model_weights(reloaded).items())
+
+

@@ -1,0 +1,128 @@
+"""Unit tests of the shared training path (bertlab.training): the command line handed to Hydra, the
+checks before a run, the run folder, and the model group."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+from bertlab.errors import CheckpointError, ConfigError, UsageError
+from bertlab.training import preflight, run_folder
+from bertlab.training.app import flags_first, model_preset, register_configs
+from bertlab.training.model_group import model_config
+
+
+@pytest.fixture
+def compose_config():
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_module("bertlab.conf", version_base="1.3"):
+        yield lambda name, *overrides: compose(name, overrides=list(overrides), return_hydra_config=True)
+
+
+def test_flags_go_before_the_overrides_with_their_values():
+    assert flags_first(["+recipe=sst2", "-m", "seed=1,2"]) == ["-m", "+recipe=sst2", "seed=1,2"]
+    assert flags_first(["a=1", "--cfg", "job", "b=2"]) == ["--cfg", "job", "a=1", "b=2"]
+    with pytest.raises(UsageError, match="command line: unknown flag --frobnicate"):
+        flags_first(["a=1", "--frobnicate"])
+    with pytest.raises(UsageError, match=r"--cfg needs a value \(job, hydra, all\)"):
+        flags_first(["--cfg", "a=1"])
+
+
+def test_model_preset_is_the_model_group_file():
+    preset = model_preset("bert_mini")
+    assert (preset["num_hidden_layers"], preset["hidden_size"], preset["num_attention_heads"],
+            preset["intermediate_size"]) == (4, 256, 4, 1024)
+    assert "init_from" not in preset
+
+
+def test_overridden_keys_from_hydras_record():
+    assert preflight.overridden_keys(["+recipe=x", "model.hidden_size=3", "~foo", "++a.b=1"]) == [
+        "recipe", "model.hidden_size", "foo", "a.b"]
+
+
+def test_values_are_checked_against_the_arguments_of_their_target(compose_config):
+    preflight.check_target_argument(compose_config("train", "trainer.devices=auto"), "trainer.devices")
+    with pytest.raises(ConfigError, match=r"trainer.max_steps='abc': expected int \(argument 'max_steps' of "
+                                          r"lightning.pytorch.Trainer\), got str"):
+        preflight.check_target_argument(compose_config("train", "trainer.max_steps=abc"), "trainer.max_steps")
+
+
+def test_an_output_folder_below_a_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("")
+    preflight.check_output_folder(tmp_path / "new" / "run")
+    with pytest.raises(ConfigError, match=f"output folder {tmp_path}/file/run cannot be created: "
+                                          f"{tmp_path}/file is not a folder"):
+        preflight.check_output_folder(tmp_path / "file" / "run")
+
+
+@pytest.mark.parametrize("override, key", [("model.num_hidden_layers=4", "model.num_hidden_layers"),
+                                           ("model=bert_mini", "model"),
+                                           ("model.position_embedding_type=relative_key", "model.position_embedding_type")])
+def test_init_from_refuses_architecture_overrides_naming_both_keys(compose_config, override, key):
+    config = compose_config("fine_tune", "model.init_from=/some/checkpoint", override)
+    with pytest.raises(ConfigError, match=f"^{key} cannot change a model loaded with model.init_from=/some/checkpoint"):
+        preflight.check_init_from(config, preflight.overridden_keys(config.hydra.overrides.task))
+
+
+def test_init_from_takes_dropout_and_run_time_switches(compose_config):
+    config = compose_config("fine_tune", "model.init_from=/some/checkpoint", "model.hidden_dropout_prob=0.3",
+                            "model.gradient_checkpointing=true")
+    preflight.check_init_from(config, preflight.overridden_keys(config.hydra.overrides.task))
+
+
+def test_the_run_folder_of_a_finished_run_is_refused_unless_resumed(tmp_path):
+    preflight.check_run_folder(tmp_path / "new", None)
+    (tmp_path / "config.yaml").write_text("")  # a failed start left only its config: not a run's results
+    preflight.check_run_folder(tmp_path, None)
+    (tmp_path / "metrics.csv").write_text("step\n")
+    with pytest.raises(ConfigError, match="already holds a run \\(metrics.csv\\)"):
+        preflight.check_run_folder(tmp_path, None)
+    preflight.check_run_folder(tmp_path, "auto")
+    preflight.check_run_folder(tmp_path, str(tmp_path / "lightning_checkpoints" / "last.ckpt"))
+
+
+def save_checkpoint(path: Path, step: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"global_step": step, "hyper_parameters": {"mlm_probability": 0.15}}, path)
+    return path
+
+
+def test_resume_path_finds_the_checkpoint_to_start_from(tmp_path):
+    assert run_folder.resume_path(None, tmp_path) is None
+    assert run_folder.resume_path("auto", tmp_path) is None
+    last = save_checkpoint(tmp_path / "run" / "lightning_checkpoints" / "last.ckpt", 20)
+    assert run_folder.resume_path(str(tmp_path / "run"), tmp_path) == str(last)
+    assert run_folder.resume_path(str(last), tmp_path) == str(last)
+    with pytest.raises(CheckpointError, match=f"resume='{tmp_path}/none.ckpt': no checkpoint at {tmp_path}/none.ckpt"):
+        run_folder.resume_path(str(tmp_path / "none.ckpt"), tmp_path)
+    assert run_folder.checkpoint_hyperparameters(last) == {"mlm_probability": 0.15}
+
+
+def test_the_newest_checkpoint_is_the_highest_step_and_last_on_a_tie(tmp_path):
+    save_checkpoint(tmp_path / "step=10.ckpt", 10)
+    save_checkpoint(tmp_path / "step=30.ckpt", 30)
+    save_checkpoint(tmp_path / "last.ckpt", 20)
+    assert run_folder.newest_checkpoint(tmp_path) == tmp_path / "step=30.ckpt"
+    save_checkpoint(tmp_path / "last.ckpt", 30)
+    assert run_folder.newest_checkpoint(tmp_path) == tmp_path / "last.ckpt"
+    assert run_folder.resume_path("auto", tmp_path.parent / tmp_path.name) is None  # no lightning_checkpoints/
+
+
+def test_latest_points_at_the_newest_run(tmp_path):
+    for name in ("2026-01-01", "2026-01-02"):
+        (tmp_path / name).mkdir()
+        link = run_folder.point_latest(tmp_path / name)
+    assert link == tmp_path / "latest" and os.readlink(link) == "2026-01-02" and link.resolve() == tmp_path / "2026-01-02"
+
+
+def test_model_config_drops_init_from_and_takes_run_time_values():
+    config = model_config(OmegaConf.create({"init_from": None, "hidden_size": 64, "num_attention_heads": 2}),
+                          vocab_size=99, pad_token_id=3)
+    assert (config.hidden_size, config.vocab_size, config.pad_token_id) == (64, 99, 3)
