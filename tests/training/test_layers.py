@@ -1,0 +1,50 @@
+"""The package's layers import only downward (README: "How the code is laid out"): core → Lightning
+and data → the shared training path → the benchmark → commands."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import bertlab
+
+PACKAGE = Path(bertlab.__file__).parent
+LAYERS = {  # module or folder → layer; a higher layer may import a lower or the same one
+    "errors": 0, "config": 1, "dropout": 1, "losses": 1, "tokenizer": 1, "allocator": 1, "hf_format": 2,
+    "model": 2, "metrics": 2, "data": 3, "lit": 3, "inference": 4, "training": 5, "bench": 6, "commands": 7,
+    "cli": 7, "__main__": 8, "__init__": 3,
+}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else "__init__"]
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bertlab"):
+            found |= {f"{node.module}.{alias.name}" if node.module == "bertlab" else node.module for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("bertlab")}
+    return found
+
+
+def modules() -> dict[str, Path]:
+    return {".".join(("bertlab", *path.relative_to(PACKAGE).with_suffix("").parts)): path
+            for path in PACKAGE.rglob("*.py")}
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [f"{name} imports {imported}" for name, path in modules().items() for imported in imports_of(path)
+              if imported != "bertlab" and layer(imported) > layer(name)]
+    assert upward == []
+
+
+def test_only_the_command_line_imports_the_commands():
+    importers = sorted(name for name, path in modules().items()
+                       if any(imported.startswith("bertlab.commands") for imported in imports_of(path))
+                       and not name.startswith("bertlab.commands") and name != "bertlab.cli")
+    assert importers == []
