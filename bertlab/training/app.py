@@ -5,9 +5,10 @@ Configs ship inside the package (`bertlab.conf` is the repository's `conf/`, `be
 `recipes/`), so commands work from any directory and after a non-editable install. Recipes are
 whole experiments (`# @package _global_`) registered as the config group `recipe`: `+recipe=mlm_tiny`.
 
-Hydra parses the command line and composes the config, once per launch (and once per job of a
-sweep); HYDRA_FULL_ERROR makes it raise its errors instead of printing them, so that `user_error`
-can rewrite them here, in one place.
+bertlab neither parses the command line nor composes the config itself: Hydra does, once per launch
+(its `_run_hydra` composes to find the mode, then to run) and once per job of a sweep.
+HYDRA_FULL_ERROR makes it raise its errors instead of printing them, so that `user_error` rewrites
+them here, in one place.
 """
 
 from __future__ import annotations
