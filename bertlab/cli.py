@@ -20,7 +20,9 @@ COMMANDS = {
     "train": ("train", "pretrain a BERT (masked LM, optional NSP) from a text corpus"),
     "fine-tune": ("fine_tune", "fine-tune a sequence classifier from a checkpoint or from scratch"),
     "evaluate": ("evaluate", "metrics of a fine-tuned checkpoint on a split or a file"),
+    "glue": ("glue", "the GLUE suite (tasks × seeds) for a checkpoint, and its table"),
     "predict": ("predict", "labels and probabilities for sentences, a text file or a csv/jsonl column"),
+    "compare": ("compare", "runs or GLUE suites side by side: differing config keys, metrics, curves"),
     "summarize": ("summarize", "table of final metrics (per run, mean ± std) of a sweep folder"),
     "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),
 }

@@ -49,8 +49,9 @@ FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-
 
 def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
     """`${local_or_hub:${paths.data_dir},sst2,stanfordnlp/sst2}`: the local copy when a data folder
-    is configured (BERTLAB_DATA_DIR), else the hub id."""
-    return hub_id if data_dir in (None, "") else str(Path(data_dir) / local_name)
+    is configured (BERTLAB_DATA_DIR) and holds it, else the hub id."""
+    local = Path(data_dir or "") / local_name
+    return str(local) if data_dir not in (None, "") and local.exists() else hub_id
 
 
 def model_path_from_package(package: str) -> str:
@@ -112,10 +113,10 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
     command_line = sys.argv
 
     @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=config_name, version_base="1.3")
-    def hydra_main(cfg: DictConfig) -> None:
+    def hydra_main(cfg: DictConfig) -> object:
         sys.argv = command_line  # what Lightning's DDP launcher re-runs for the other ranks
         try:
-            task(cfg)
+            return task(cfg)
         except Exception as error:
             raise Stop(error) from None
 

@@ -55,9 +55,11 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     run_folder.write_config(cfg, run_dir)
     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
     if trainer.is_global_zero:
+        minutes = (time.perf_counter() - started) / 60
+        run_folder.write_timing(run_dir, minutes)
         if HydraConfig.get().mode == RunMode.RUN:
             run_folder.point_latest(run_dir)
-        print(run_summary(run_dir, (time.perf_counter() - started) / 60, monitor, monitor_mode))
+        print(run_summary(run_dir, minutes, monitor, monitor_mode))
     return run_dir
 
 

@@ -1,7 +1,7 @@
 """The run folder: what a run writes where, resuming from a run's checkpoints, and the stable
 `latest` pointer to a recipe's last finished run.
 
-    outputs/<name>/<timestamp>/     config.yaml, metrics.csv/.json/.png, <name>.log, .hydra/
+    outputs/<name>/<timestamp>/     config.yaml, metrics.csv/.json/.png, timing.json, <name>.log, .hydra/
         hf_model/                   the Hugging Face directory (config.json, model.safetensors, tokenizer)
         lightning_checkpoints/      Lightning's step=N.ckpt and last.ckpt, for resume=
     outputs/<name>/latest           → the newest finished run
@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import logging
 import os
 from pathlib import Path
@@ -28,6 +29,7 @@ log = logging.getLogger("bertlab")
 HF_MODEL = "hf_model"
 CHECKPOINTS = RunCheckpoint.FOLDER
 LATEST = "latest"
+TIMING = "timing.json"
 
 
 def write_config(cfg: DictConfig, run_dir: Path) -> None:
@@ -35,6 +37,12 @@ def write_config(cfg: DictConfig, run_dir: Path) -> None:
     if is_rank_zero():
         config_text = OmegaConf.to_yaml(cfg, resolve=True)
         write_atomically(run_dir / "config.yaml", lambda temp: Path(temp).write_text(config_text))
+
+
+def write_timing(run_dir: Path, minutes: float) -> None:
+    """timing.json: the run's wall time, for `bertlab compare`."""
+    text = json.dumps({"wall_time_min": round(minutes, 2)}) + "\n"
+    write_atomically(run_dir / TIMING, lambda temp: Path(temp).write_text(text))
 
 
 def resume_path(resume: str | None, run_dir: Path) -> str | None:

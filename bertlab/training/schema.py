@@ -60,6 +60,7 @@ class TrainSchema(RunSchema):
 class FineTuneSchema(RunSchema):
     monitor: str = "val/accuracy"  # the validation metric that picks the exported checkpoint
     monitor_mode: str = "max"
+    glue: Any = None  # {task, metrics} of a GLUE task (conf/glue)
 
 
 def register(store: ConfigStore) -> None:

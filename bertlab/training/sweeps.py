@@ -36,19 +36,21 @@ def final_metrics(run_dir: Path) -> dict[str, float]:
 
 
 def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
-    runs = sorted((path.parent for path in sweep_dir.glob("*/metrics.csv")), key=job_order)
+    # Hydra's jobs are sweep_dir/<number>; a GLUE suite's are sweep_dir/<task>/seed_<n>
+    runs = sorted((path.parent for path in [*sweep_dir.glob("*/metrics.csv"), *sweep_dir.glob("*/*/metrics.csv")]),
+                  key=lambda run: job_order(run.relative_to(sweep_dir)))
     if not runs:
         raise DataError(f"{sweep_dir}: no runs with a metrics.csv below it; expected a sweep folder "
                         f"such as outputs/<recipe>/multirun/<time>")
-    rows = [{"run": run.name, "overrides": overrides, **final_metrics(run)}
+    rows = [{"run": str(run.relative_to(sweep_dir)), "overrides": overrides, **final_metrics(run)}
             for run, overrides in zip(runs, varying_overrides(runs))]
     metrics = sorted({key for row in rows for key in row if key.startswith("val/")})
     return rows, metrics
 
 
-def job_order(run_dir: Path) -> tuple[int, str]:
+def job_order(job: Path) -> tuple[int, str]:
     """Hydra numbers a sweep's jobs 0, 1, …: job 10 comes after job 9."""
-    return (int(run_dir.name), "") if run_dir.name.isdigit() else (-1, run_dir.name)
+    return (int(job.name), "") if job.name.isdigit() else (-1, str(job))
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:

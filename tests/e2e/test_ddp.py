@@ -29,7 +29,7 @@ def test_mlm_tiny_on_two_processes_writes_one_folder_from_rank_zero(tiny_data_di
                        "run/hf_model/tokenizer_config.json", "run/hf_model/vocab.txt",
                        "run/lightning_checkpoints/last.ckpt", "run/lightning_checkpoints/step=2.ckpt", "run/lightning_checkpoints/step=4.ckpt",
                        "run/config.yaml", "run/hparams.yaml", "run/metrics.csv", "run/metrics.json",
-                       "run/metrics.png", "run/mlm_tiny.log"])
+                       "run/metrics.png", "run/mlm_tiny.log", "run/timing.json"])
     last = torch.load(run_dir / "lightning_checkpoints" / "last.ckpt", weights_only=True)
     assert last["global_step"] == 4
     assert last["PretrainingDataModule"]["train_sampler"]["num_replicas"] == 2

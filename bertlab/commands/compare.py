@@ -1,0 +1,145 @@
+"""`python -m bertlab compare FOLDER FOLDER … [--output DIR]`: runs side by side — the config keys
+that differ, the final validation loss and perplexity (and the other final validation metrics), the
+wall time, the GLUE rows of a suite folder (from `bertlab glue`) — and their validation curves
+overlaid in one PNG. Writes compare.md, compare.csv and compare.png into DIR (default
+outputs/compare/<time>) and prints the table.
+
+A FOLDER is a run folder (config.yaml, metrics.csv) or a GLUE suite folder (glue.csv); a pretraining
+run's `latest` link works too.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from omegaconf import OmegaConf
+
+from bertlab.commands.arguments import ArgumentParser
+from bertlab.errors import DataError
+from bertlab.hf_format import write_atomically
+from bertlab.metrics import final_values, metric_names, read_metrics, series
+from bertlab.training.run_folder import TIMING
+
+# Keys that differ between any two runs and say nothing about the experiment.
+IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
+CURVES = ("val/loss", "val/perplexity", "val/accuracy")
+
+
+def flat_config(folder: Path) -> dict[str, Any]:
+    """The run's resolved config as dotted key → value; a GLUE suite's is its first job's."""
+    path = folder / "config.yaml"
+    if not path.is_file():
+        path = next(iter(sorted(folder.glob("*/*/config.yaml"))), path)
+    if not path.is_file():
+        return {}
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            flat[prefix[:-1]] = node
+
+    walk(OmegaConf.to_container(OmegaConf.load(path)), "")
+    return flat
+
+
+def describe(folder: Path) -> dict[str, Any]:
+    """One row of the comparison: final validation metrics, wall time, GLUE task scores."""
+    if not folder.is_dir():
+        raise DataError(f"{folder}: no such folder; expected a run folder or a GLUE suite folder")
+    row: dict[str, Any] = {"run": str(folder)}
+    frame = read_metrics(folder)
+    row.update({name: value for name, value in final_values(frame, prefix="val/").items()})
+    timing = folder / TIMING
+    if timing.is_file():
+        row["wall time (min)"] = json.loads(timing.read_text())["wall_time_min"]
+    glue = folder / "glue.csv"
+    if glue.is_file():
+        with glue.open(newline="") as handle:
+            for line in csv.DictReader(handle):
+                name = "GLUE average" if line["task"] == "GLUE average" else f"GLUE {line['task']}"
+                row[name] = float(line["task score"])
+    if len(row) == 1 and not flat_config(folder):
+        raise DataError(f"{folder}: neither a run folder (config.yaml, metrics.csv) nor a GLUE suite (glue.csv)")
+    return row
+
+
+def differing_keys(configs: list[dict[str, Any]]) -> list[str]:
+    keys = sorted(set().union(*configs))
+    return [key for key in keys if not key.startswith(IGNORED)
+            and len({json.dumps(config.get(key), sort_keys=True, default=str) for config in configs}) > 1]
+
+
+def plot_curves(folders: list[Path], labels: list[str], path: Path) -> None:
+    frames = [read_metrics(folder) for folder in folders]
+    panels = [name for name in CURVES if any(name in metric_names(frame) for frame in frames)]
+    figure = Figure(figsize=(5 * max(1, len(panels)), 3.8), layout="constrained")
+    FigureCanvasAgg(figure)
+    for index, name in enumerate(panels):
+        axes = figure.add_subplot(1, len(panels), index + 1)
+        for frame, label in zip(frames, labels):
+            if name in metric_names(frame):
+                values = series(frame, name)
+                axes.plot(values.index, values.values, marker="o", markersize=3, label=label)
+        axes.set_title(name)
+        axes.set_xlabel("step")
+        axes.grid(alpha=0.3)
+        if "perplexity" in name:
+            axes.set_yscale("log")
+        axes.legend(fontsize=8)
+    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    return "" if value is None else str(value)
+
+
+def compare(folders: list[Path], output: Path) -> str:
+    """Writes compare.md, compare.csv and compare.png into `output`; returns the Markdown."""
+    rows = [describe(folder) for folder in folders]
+    configs = [flat_config(folder) for folder in folders]
+    differing = differing_keys(configs)
+    for row, config in zip(rows, configs):
+        row.update({key: config.get(key) for key in differing})
+    labels = [f"{index + 1}: {folder.name if folder.name not in ('latest', '') else folder.resolve().name}"
+              for index, folder in enumerate(folders)]
+    columns = ["run", *differing, *sorted({key for row in rows for key in row} - {"run", *differing})]
+    output.mkdir(parents=True, exist_ok=True)
+
+    def write_csv(temp: str) -> None:
+        with open(temp, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+
+    write_atomically(output / "compare.csv", write_csv)
+    # One line per key, one column per run: the differing keys first, then the results.
+    lines = ["| | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
+    lines += ["| " + " | ".join([key, *(format_value(row.get(key)) for row in rows)]) + " |" for key in columns[1:]]
+    markdown = "\n".join(lines) + "\n\n" + "\n".join(f"{label} = {folder}" for label, folder in zip(labels, folders)) + "\n"
+    write_atomically(output / "compare.md", lambda temp: Path(temp).write_text(markdown))
+    plot_curves(folders, labels, output / "compare.png")
+    return markdown
+
+
+def main(argv: list[str], prog: str) -> None:
+    parser = ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("folders", nargs="+", type=Path, help="run folders or GLUE suite folders")
+    parser.add_argument("--output", type=Path, help="where compare.md/.csv/.png go (default: outputs/compare/<time>)")
+    args = parser.parse_args(argv)
+    output = args.output or (Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / "compare"
+                             / datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
+    print(compare(args.folders, output), end="")
+    print(f"Written: {output / 'compare.md'}, {output / 'compare.csv'}, {output / 'compare.png'}")

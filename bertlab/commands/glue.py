@@ -1,0 +1,94 @@
+"""`python -m bertlab glue CHECKPOINT [tasks=cola,sst2,…] [seeds=0,1,2] [scratch=true] [overrides…]`:
+the GLUE suite for a pretrained model — a fine-tune per task and seed, then the GLUE table.
+
+CHECKPOINT is a bertlab run folder (its hf_model/ is used), a Hugging Face BERT folder, or the
+`latest` link of a recipe. `tasks` defaults to GLUE-small (cola, sst2, mrpc, stsb, rte); all nine
+are cola, sst2, mrpc, stsb, qqp, mnli, mnli_mm, qnli, rte, wnli (those without a copy in
+$BERTLAB_DATA_DIR/glue come from the hub, nyu-mll/glue). `scratch=true` trains the same architecture
+from random weights with the checkpoint's vocabulary: the control. Other arguments are `fine-tune`
+overrides for every job (e.g. optimizer.lr=1e-3). The suite folder (hydra.sweep.dir, default
+outputs/glue/<checkpoint name>[_scratch]) gets <task>/seed_<n>/ per job and glue.csv, glue.md and
+glue.png; run again, the command skips the jobs that finished.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from bertlab.commands.fine_tune import fine_tune
+from bertlab.config import BertConfig
+from bertlab.errors import CheckpointError, UsageError
+from bertlab.training.app import launch
+from bertlab.training.glue import GLUE_SMALL, GLUE_TASKS, finished
+from bertlab.training.preflight import ARCHITECTURE_KEYS
+from bertlab.training.run_folder import HF_MODEL
+
+OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "scratch": "false"}
+
+
+def hugging_face_folder(checkpoint: str) -> Path:
+    path = Path(checkpoint)
+    folder = path / HF_MODEL if (path / HF_MODEL).is_dir() else path
+    if not (folder / "config.json").is_file():
+        raise CheckpointError(f"{checkpoint}: not a checkpoint; expected a bertlab run folder (with {HF_MODEL}/) or "
+                              f"a Hugging Face BERT folder (with config.json)")
+    return folder.resolve()
+
+
+def parse(argv: list[str]) -> tuple[Path, dict[str, str], list[str]]:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        raise SystemExit(0)
+    if argv[0].startswith("-") or "=" in argv[0]:
+        raise UsageError("bertlab glue: the checkpoint comes first (see bertlab glue --help)")
+    options, overrides = dict(OPTIONS), []
+    for token in argv[1:]:
+        key, equals, value = token.partition("=")
+        if equals and key in options:
+            options[key] = value.strip("[]")
+        else:
+            overrides.append(token)
+    unknown = [task for task in options["tasks"].split(",") if task not in GLUE_TASKS]
+    if unknown:
+        raise UsageError(f"bertlab glue: tasks={options['tasks']}: unknown {', '.join(unknown)}; "
+                         f"expected some of {', '.join(GLUE_TASKS)}")
+    if not all(seed.isdigit() for seed in options["seeds"].split(",")):
+        raise UsageError(f"bertlab glue: seeds={options['seeds']}: expected non-negative integers, e.g. seeds=0,1,2")
+    if options["scratch"] not in ("true", "false"):
+        raise UsageError(f"bertlab glue: scratch={options['scratch']}: expected true or false")
+    return hugging_face_folder(argv[0]), options, overrides
+
+
+def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
+    """The `fine-tune -m` command line of the suite (before the user's own overrides)."""
+    name = (checkpoint.parent.name if checkpoint.name == HF_MODEL else checkpoint.name)
+    if options["scratch"] == "true":
+        config = BertConfig.from_json_file(checkpoint)
+        model = ["model.init_from=null", f"data.tokenizer={checkpoint}",
+                 *(f"model.{key}={getattr(config, key)}" for key in ARCHITECTURE_KEYS)]
+        name += "_scratch"
+    else:
+        model = [f"model.init_from={checkpoint}"]
+    tasks, seeds = options["tasks"].split(","), options["seeds"].split(",")
+    return ["-m", f"+glue={','.join(tasks)}", f"seed={','.join(seeds)}", *model, "name=glue",
+            "trainer.precision=${fast_cpu_precision:}", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
+            "hydra.sweep.subdir=${glue.task}/seed_${seed}",
+            "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
+            f"+hydra.callbacks.glue_suite.jobs={len(tasks) * len(seeds)}"]
+
+
+def glue_job(cfg: DictConfig) -> str | None:
+    job_dir = Path(HydraConfig.get().runtime.output_dir)
+    if finished(job_dir):
+        print(f"{job_dir}: finished before, skipped", flush=True)
+        return "skipped"
+    fine_tune(cfg)
+    return None
+
+
+def main(argv: list[str], prog: str) -> None:
+    checkpoint, options, overrides = parse(argv)
+    launch("fine_tune", glue_job, [*suite_overrides(checkpoint, options), *overrides], prog)

@@ -1,0 +1,130 @@
+"""The GLUE suite: a sweep of fine-tunes over tasks × seeds (`python -m bertlab glue`), its progress,
+and its table — per task the GLUE metric(s) as mean ± std and median over seeds, the task's score
+(the mean of its metrics, ×100: MRPC and QQP F1 and accuracy, STS-B Pearson and Spearman) and the
+GLUE average of the task scores — written as glue.csv, glue.md and glue.png into the suite folder.
+
+Each job's numbers are those of its exported checkpoint: the validation at the best step of the
+job's `monitor`.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import DataError
+from bertlab.hf_format import write_atomically
+from bertlab.metrics import best_point, read_metrics, series
+from bertlab.training.run_folder import HF_MODEL
+
+GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
+GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")
+
+
+def finished(job_dir: Path) -> bool:
+    """A job of the suite that ran to its end: its export and metrics are there."""
+    return (job_dir / HF_MODEL / "model.safetensors").is_file() and (job_dir / "metrics.json").is_file()
+
+
+def job_result(job_dir: Path) -> tuple[str, int, dict[str, float]]:
+    """(task, seed, {GLUE metric: value at the exported checkpoint}) of a finished job."""
+    cfg = OmegaConf.load(job_dir / "config.yaml")
+    frame = read_metrics(job_dir)
+    step, _ = best_point(series(frame, cfg.monitor), cfg.monitor_mode, cfg.monitor)
+    return cfg.glue.task, int(cfg.seed), {name: float(series(frame, f"val/{name}")[step]) for name in cfg.glue.metrics}
+
+
+def glue_table(suite_dir: Path) -> tuple[list[dict[str, Any]], float]:
+    """Rows (task, metric, seeds, mean, std, median, ×100; and each task's score) and the GLUE average."""
+    results: dict[str, dict[str, list[float]]] = {}
+    for job_dir in sorted(path.parent for path in suite_dir.glob("*/*/config.yaml") if finished(path.parent)):
+        task, _, values = job_result(job_dir)
+        for name, value in values.items():
+            results.setdefault(task, {}).setdefault(name, []).append(100 * value)
+    if not results:
+        raise DataError(f"{suite_dir}: no finished GLUE jobs below it (expected <task>/seed_<n>/ folders)")
+    rows, scores = [], []
+    for task in sorted(results, key=lambda name: GLUE_TASKS.index(name) if name in GLUE_TASKS else len(GLUE_TASKS)):
+        means = []
+        for name, values in results[task].items():
+            mean = statistics.fmean(values)
+            means.append(mean)
+            rows.append({"task": task, "metric": name, "seeds": len(values), "mean": mean,
+                         "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                         "median": statistics.median(values)})
+        score = statistics.fmean(means)
+        scores.append(score)
+        for row in rows[-len(means):]:
+            row["task score"] = score
+    return rows, statistics.fmean(scores)
+
+
+def write_glue_table(suite_dir: Path) -> str:
+    """glue.csv, glue.md and glue.png in `suite_dir`; returns the Markdown."""
+    rows, average = glue_table(suite_dir)
+    columns = ["task", "metric", "seeds", "mean", "std", "median", "task score"]
+
+    def write_csv(temp: str) -> None:
+        with open(temp, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+            writer.writerow({"task": "GLUE average", "task score": average})
+
+    write_atomically(suite_dir / "glue.csv", write_csv)
+    lines = ["| task | metric | seeds | mean ± std | median | task score |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['task']} | {r['metric']} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | {r['median']:.1f} | "
+              f"{r['task score']:.1f} |" for r in rows]
+    lines.append(f"| **GLUE average** | | | | | **{average:.1f}** |")
+    markdown = "\n".join(lines) + "\n"
+    write_atomically(suite_dir / "glue.md", lambda temp: Path(temp).write_text(markdown))
+    plot_glue(rows, average, suite_dir / "glue.png")
+    return markdown
+
+
+def plot_glue(rows: list[dict[str, Any]], average: float, path: Path) -> None:
+    """One bar per task and metric (mean over seeds, ±std), and the GLUE average as a line."""
+    figure = Figure(figsize=(7, 0.45 * len(rows) + 1.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    labels = [f"{row['task']} {row['metric']}" for row in rows][::-1]
+    axes.barh(labels, [row["mean"] for row in rows][::-1], xerr=[row["std"] for row in rows][::-1], capsize=3)
+    axes.axvline(average, color="black", linestyle="--", label=f"GLUE average {average:.1f}")
+    axes.set_xlabel("score ×100 (mean ± std over seeds)")
+    axes.legend(loc="best")
+    axes.grid(axis="x", alpha=0.3)
+    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
+
+
+class GlueSuite(Callback):
+    """Hydra callback of a `glue` sweep: progress over the whole suite (which task and seed, how many
+    left, ETA from the jobs run so far), and the GLUE table when the sweep ends."""
+
+    def __init__(self, jobs: int):
+        self.jobs, self.started, self.ran, self.seconds = jobs, 0, 0, 0.0
+        self.job_start = time.perf_counter()
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.started += 1
+        self.job_start = time.perf_counter()
+        left = self.jobs - self.started + 1
+        eta = f", about {self.seconds / self.ran * left / 60:.1f} min left" if self.ran else ""
+        print(f"GLUE job {self.started}/{self.jobs}: {config.glue.task} seed {config.seed}{eta}", flush=True)
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        if job_return is not None and job_return.return_value != "skipped":
+            self.ran += 1
+            self.seconds += time.perf_counter() - self.job_start
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        suite_dir = Path(config.hydra.sweep.dir)
+        print(write_glue_table(suite_dir), end="")
+        print(f"GLUE table: {suite_dir / 'glue.md'}, {suite_dir / 'glue.csv'}, {suite_dir / 'glue.png'}")

@@ -1,0 +1,51 @@
+"""`bertlab compare`: the config keys that differ, final validation metrics, wall time and GLUE rows
+side by side, and the curves overlaid in one PNG."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from bertlab.commands.compare import compare
+from tests.bertlab_runs import run_in_process
+
+
+def write_run(folder: Path, config: dict, losses: list[float], minutes: float | None = None) -> Path:
+    folder.mkdir(parents=True)
+    OmegaConf.save(config, folder / "config.yaml")
+    pd.DataFrame({"step": [9, 19, 29][:len(losses)], "val/loss": losses,
+                  "val/perplexity": [2.718281828 ** loss for loss in losses]}).to_csv(folder / "metrics.csv", index=False)
+    if minutes is not None:
+        (folder / "timing.json").write_text(json.dumps({"wall_time_min": minutes}))
+    return folder
+
+
+def test_two_runs_that_differ_in_one_key(tmp_path):
+    base = {"seed": 0, "task": {"mlm_probability": 0.15}, "paths": {"run_dir": "a"}}
+    first = write_run(tmp_path / "a", base, [6.0, 5.5], minutes=8.0)
+    second = write_run(tmp_path / "b", base | {"task": {"mlm_probability": 0.4}, "paths": {"run_dir": "b"}},
+                       [6.0, 5.2, 5.1])
+    (second / "glue.csv").write_text("task,metric,seeds,mean,std,median,task score\nrte,accuracy,3,55.0,1.0,55.0,55.0\n"
+                                     "GLUE average,,,,,,55.0\n")
+    markdown = compare([first, second], tmp_path / "out")
+    assert "| | 1: a | 2: b |" in markdown
+    assert "| task.mlm_probability | 0.15 | 0.4 |" in markdown  # the one differing key; paths.* are ignored
+    assert "paths.run_dir" not in markdown and "| seed |" not in markdown
+    assert "| val/loss | 5.5 | 5.1 |" in markdown and "| wall time (min) | 8 |  |" in markdown
+    assert "| GLUE average |  | 55 |" in markdown and "| GLUE rte |  | 55 |" in markdown
+    with (tmp_path / "out" / "compare.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["task.mlm_probability"] for row in rows] == ["0.15", "0.4"]
+    assert (tmp_path / "out" / "compare.png").stat().st_size > 5000
+
+
+def test_a_folder_that_is_no_run_is_one_line_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    outcome = run_in_process(["compare", str(tmp_path / "empty"), "--output", str(tmp_path / "out")], capsys)
+    assert outcome.code == 1
+    assert outcome.error_lines[-1] == (f"bertlab: error: {tmp_path / 'empty'}: neither a run folder (config.yaml, "
+                                       f"metrics.csv) nor a GLUE suite (glue.csv)")

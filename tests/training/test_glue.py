@@ -1,0 +1,129 @@
+"""The GLUE suite: every task config composes (local copy or hub id), the table's arithmetic against
+hand-computed numbers, and a tiny 2-task × 2-seed suite through the command line that skips its
+finished jobs when run again."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+from bertlab.config import BertConfig
+from bertlab.model import BertForMaskedLM
+from bertlab.tokenizer import save_tokenizer, train_tokenizer
+from bertlab.training.app import register_configs
+from bertlab.training.glue import GLUE_TASKS, glue_table, write_glue_table
+from tests.bertlab_runs import FP32, QUIET, run_in_process
+
+METRICS = {"cola": ["mcc"], "sst2": ["accuracy"], "mrpc": ["f1", "accuracy"], "stsb": ["pearson", "spearman"],
+           "qqp": ["f1", "accuracy"], "mnli": ["accuracy"], "mnli_mm": ["accuracy"], "qnli": ["accuracy"],
+           "rte": ["accuracy"], "wnli": ["accuracy"]}
+
+
+@pytest.mark.parametrize("task", GLUE_TASKS)
+def test_every_glue_task_composes_with_its_metrics_and_source(task, tmp_path, monkeypatch):
+    register_configs()
+    GlobalHydra.instance().clear()
+    (tmp_path / "glue" / "cola").mkdir(parents=True)  # a data folder holding only CoLA, laid out as shared/data
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path))
+    with initialize_config_module("bertlab.conf", version_base="1.3"):
+        cfg = compose("fine_tune", overrides=[f"+glue={task}"])
+    assert cfg.glue.task == task and list(cfg.glue.metrics) == METRICS[task]
+    assert cfg.monitor == f"val/{METRICS[task][0]}"
+    hub = "nyu-mll/glue:" + ("mnli" if task == "mnli_mm" else task)
+    assert cfg.data.source == (str(tmp_path / "glue" / "cola") if task == "cola" else hub)
+    assert cfg.data.num_labels == (1 if task == "stsb" else 3 if task.startswith("mnli") else 2)
+
+
+def write_job(suite: Path, task: str, seed: int, rows: list[dict], monitor: str, metrics: list[str]) -> None:
+    job = suite / task / f"seed_{seed}"
+    (job / "hf_model").mkdir(parents=True)
+    (job / "hf_model" / "model.safetensors").write_bytes(b"")
+    (job / "metrics.json").write_text("{}")
+    OmegaConf.save({"seed": seed, "monitor": monitor, "monitor_mode": "max", "glue": {"task": task, "metrics": metrics}},
+                   job / "config.yaml")
+    pd.DataFrame(rows).to_csv(job / "metrics.csv", index=False)
+
+
+def test_the_table_averages_metrics_seeds_and_tasks_as_glue_does(tmp_path):
+    # MRPC: F1 picks the step; its score is the mean of F1 and accuracy. STS-B: Pearson and Spearman.
+    write_job(tmp_path, "mrpc", 0, [{"step": 9, "val/f1": 0.80, "val/accuracy": 0.70},
+                                    {"step": 19, "val/f1": 0.75, "val/accuracy": 0.90}], "val/f1", ["f1", "accuracy"])
+    write_job(tmp_path, "mrpc", 1, [{"step": 9, "val/f1": 0.90, "val/accuracy": 0.80}], "val/f1", ["f1", "accuracy"])
+    write_job(tmp_path, "stsb", 0, [{"step": 9, "val/pearson": 0.60, "val/spearman": 0.50}], "val/pearson",
+              ["pearson", "spearman"])
+    write_job(tmp_path, "stsb", 1, [{"step": 9, "val/pearson": 0.50, "val/spearman": 0.90},
+                                    {"step": 19, "val/pearson": 0.70, "val/spearman": 0.60}], "val/pearson",
+              ["pearson", "spearman"])
+    (tmp_path / "rte" / "seed_0").mkdir(parents=True)  # an unfinished job: not counted
+    rows, average = glue_table(tmp_path)
+    table = {(row["task"], row["metric"]): row for row in rows}
+    assert table["mrpc", "f1"]["mean"] == pytest.approx(85.0) and table["mrpc", "accuracy"]["mean"] == pytest.approx(75.0)
+    assert table["mrpc", "f1"]["std"] == pytest.approx(7.0710678) and table["mrpc", "f1"]["median"] == pytest.approx(85.0)
+    assert table["mrpc", "f1"]["task score"] == pytest.approx(80.0)
+    assert table["stsb", "pearson"]["mean"] == pytest.approx(65.0) and table["stsb", "spearman"]["mean"] == pytest.approx(55.0)
+    assert table["stsb", "spearman"]["task score"] == pytest.approx(60.0)
+    assert average == pytest.approx(70.0)
+    assert [row["task"] for row in rows] == ["mrpc", "mrpc", "stsb", "stsb"] and {row["seeds"] for row in rows} == {2}
+    markdown = write_glue_table(tmp_path)
+    assert "| mrpc | f1 | 2 | 85.0 ± 7.1 | 85.0 | 80.0 |" in markdown and "**70.0**" in markdown
+    assert (tmp_path / "glue.png").stat().st_size > 1000
+    with (tmp_path / "glue.csv").open() as handle:
+        assert list(csv.DictReader(handle))[-1]["task score"] == str(average)
+
+
+@pytest.fixture
+def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """A data folder with sst2/ and a small STS-B-like glue/stsb/, and a tiny masked-LM checkpoint."""
+    data = tmp_path / "data"
+    (data / "glue" / "stsb").mkdir(parents=True)
+    (data / "sst2").symlink_to(tiny_data_dir / "sst2")
+    sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
+    for split, rows in (("train", 64), ("validation", 16)):
+        pd.DataFrame({"sentence1": sentences[:rows], "sentence2": sentences[1:rows + 1],
+                      "label": [float(i % 6) for i in range(rows)], "idx": range(rows)}).to_parquet(
+            data / "glue" / "stsb" / f"{split}.parquet")
+    tokenizer = train_tokenizer(sentences, vocab_size=60)
+    checkpoint = tmp_path / "pretrained" / "hf_model"
+    BertForMaskedLM(BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+                    ).save_pretrained(checkpoint)
+    save_tokenizer(tokenizer, checkpoint)
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(data))
+    return checkpoint.parent, tmp_path / "suite"
+
+
+def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_glue, capsys):
+    run, suite = tiny_glue
+    argv = ["glue", str(run), "tasks=sst2,stsb", "seeds=0,1", "trainer.max_steps=2", "trainer.val_check_interval=2",
+            "data.limit_train_samples=16", "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET,
+            f"hydra.sweep.dir={suite}"]
+    outcome = run_in_process(argv, capsys)
+    assert outcome.code == 0, outcome.err
+    assert "GLUE job 4/4: stsb seed 1" in outcome.out
+    rows, average = glue_table(suite)
+    assert {(row["task"], row["metric"], row["seeds"]) for row in rows} == {
+        ("sst2", "accuracy", 2), ("stsb", "pearson", 2), ("stsb", "spearman", 2)}
+    assert f"**{average:.1f}**" in (suite / "glue.md").read_text()
+    config = json.loads((suite / "stsb" / "seed_1" / "hf_model" / "config.json").read_text())
+    assert config["num_labels"] == 1 and config["vocab_size"] == BertConfig.from_json_file(run / "hf_model").vocab_size
+    exported = {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")}
+
+    again = run_in_process(argv, capsys)
+    assert again.code == 0, again.err
+    assert again.out.count("finished before, skipped") == 4
+    assert {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")} == exported
+    assert glue_table(suite) == (rows, average)
+
+
+def test_glue_refuses_unknown_tasks_in_one_line(tiny_glue, capsys):
+    run, suite = tiny_glue
+    outcome = run_in_process(["glue", str(run), "tasks=cola,squad"], capsys)
+    assert outcome.code == 2 and outcome.error_lines[-1].startswith(
+        "bertlab: error: bertlab glue: tasks=cola,squad: unknown squad; expected some of cola, sst2")
