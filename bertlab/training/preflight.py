@@ -17,7 +17,7 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,28 +66,30 @@ class Preflight(Callback):
     """Hydra callback: `check` before a run or each job of a sweep starts."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        refuse_unless_valid(config, config.hydra.run.dir)
+        refusing(lambda: check(config, config.hydra.run.dir, new_run=True))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         folder = Path(config.hydra.sweep.dir)
-        refuse_unless_valid(config, folder)
+        refusing(lambda: (check(config, None), check_output_folder(folder)))
         if not folder.exists():
             launch_state.sweep_folder_created = folder
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode.name == "MULTIRUN":  # a run was checked in on_run_start
-            refuse_unless_valid(config, None)
+            refusing(lambda: check(config, config.hydra.runtime.output_dir))
         launch_state.job_started = True
 
 
-def refuse_unless_valid(config: DictConfig, output_folder: str | Path | None) -> None:
+def refusing(checks: Callable[[], object]) -> None:
     try:
-        check(config, output_folder)
+        checks()
     except BertlabError as error:
         raise Stop(error) from None
 
 
-def check(config: DictConfig, output_folder: str | Path | None) -> None:
+def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:
+    """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
+    (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
     command = config.hydra.job.config_name.replace("_", "-")
     if config.get("command", command) != command:
         raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
@@ -103,12 +105,13 @@ def check(config: DictConfig, output_folder: str | Path | None) -> None:
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
-    if output_folder is not None:
-        check_output_folder(output_folder)
-    run_dir = Path(OmegaConf.select(config, "hydra.runtime.output_dir", default=None) or config.hydra.run.dir)
-    if output_folder is not None and is_rank_zero():
-        check_run_folder(run_dir, config.resume)
-    check_resume(config, run_dir)
+    if run_dir is None:
+        return
+    if new_run:
+        check_output_folder(run_dir)
+        if is_rank_zero():  # the other ranks of a run write into the folder rank 0 made
+            check_run_folder(Path(run_dir), config.resume)
+    check_resume(config, Path(run_dir))
 
 
 def check_run_folder(run_dir: Path, resume: str | None) -> None:

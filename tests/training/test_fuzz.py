@@ -115,7 +115,7 @@ def test_command_line_overrides_compose_or_are_one_line_error(config_module, tmp
     lines = [f"{key}={value}" for key, value in overrides] + [f"hydra.run.dir={tmp_path}/run"]
     try:
         config = compose(command, overrides=lines, return_hydra_config=True)
-        check(config, config.hydra.run.dir)
+        check(config, config.hydra.run.dir, new_run=True)
         event("accepted")
     except BertlabError as error:
         assert_one_line(error)
