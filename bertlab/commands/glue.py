@@ -7,7 +7,7 @@ are cola, sst2, mrpc, stsb, qqp, mnli, mnli_mm, qnli, rte, wnli (those without a
 $BERTLAB_DATA_DIR/glue come from the hub, nyu-mll/glue). `scratch=true` trains the same architecture
 from random weights with the checkpoint's vocabulary: the control. Other arguments are `fine-tune`
 overrides for every job (e.g. optimizer.lr=1e-3). The suite folder (hydra.sweep.dir, default
-outputs/glue/<checkpoint name>[_scratch]) gets <task>/seed_<n>/ per job and glue.csv, glue.md and
+outputs/glue/<recipe>/<run>[_scratch]) gets <task>/seed_<n>/ per job and glue.csv, glue.md and
 glue.png; run again, the command skips the jobs that finished.
 """
 
@@ -64,7 +64,8 @@ def parse(argv: list[str]) -> tuple[Path, dict[str, str], list[str]]:
 
 def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
     """The `fine-tune -m` command line of the suite (before the user's own overrides)."""
-    name = (checkpoint.parent.name if checkpoint.name == HF_MODEL else checkpoint.name)
+    folder = checkpoint.parent if checkpoint.name == HF_MODEL else checkpoint  # the run, or the HF folder
+    name = f"{folder.parent.name}/{folder.name}"  # e.g. mlm_tiny/2026-11-25_03-07-47
     if options["scratch"] == "true":
         config = BertConfig.from_json_file(checkpoint)
         model = ["model.init_from=null", f"data.tokenizer={checkpoint}",
