@@ -46,10 +46,11 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = prepare()
     if checkpoint is not None:
-        log.info("Resuming from %s (step %d)", checkpoint, run_folder.checkpoint_step(Path(checkpoint)))
+        step = run_folder.checkpoint_step(Path(checkpoint))
+        log.info("Resuming from %s (step %d)", checkpoint, step)
         run_folder.check_checkpoint_fits(module, checkpoint)
         # Only now that every check has passed: Lightning's CSVLogger replaces metrics.csv.
-        run_folder.restore_metrics(trainer, Path(checkpoint))
+        run_folder.restore_metrics(trainer, Path(checkpoint), step)
         # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
     run_folder.write_config(cfg, run_dir)

@@ -102,16 +102,15 @@ def check_checkpoint_fits(module: L.LightningModule, checkpoint: str) -> None:
                               f"{differing[0]}; it was saved for another model size or vocabulary")
 
 
-def restore_metrics(trainer: L.Trainer, checkpoint: Path) -> None:
+def restore_metrics(trainer: L.Trainer, checkpoint: Path, global_step: int) -> None:
     """Lightning's CSVLogger deletes an existing metrics.csv. On resume, the rows logged before the
     checkpoint (in the metrics.csv of the run folder the checkpoint belongs to) are handed back to
     it, and rows logged after the checkpoint by the interrupted run are dropped: the resumed run logs
-    them again, so metrics.csv ends as if the run had never stopped."""
+    them again, so metrics.csv ends as if the run had never stopped. `global_step`: the checkpoint's."""
     logger = next((logger for logger in trainer.loggers if isinstance(logger, CSVLogger)), None)
     old_metrics = checkpoint.parent.parent / METRICS_CSV
     if logger is None or not is_rank_zero() or not old_metrics.is_file():
         return
-    global_step = checkpoint_step(checkpoint)
     with old_metrics.open(newline="") as handle:
         rows = [row for row in csv.DictReader(handle) if row.get("step") and int(row["step"]) < global_step]
     logger.experiment.metrics = rows + logger.experiment.metrics  # creating the experiment deletes the file
