@@ -57,6 +57,7 @@ class BertConfig:
     id2label: dict[int, str] | None = None
     label2id: dict[str, int] | None = None
     problem_type: str | None = None
+    pruned_heads: dict[int, list[int]] = field(default_factory=dict)  # {layer: heads removed by prune_heads}
     # bertlab's own switches
     gradient_checkpointing: bool = False
     attn_implementation: str = "sdpa"
@@ -73,6 +74,12 @@ class BertConfig:
         except (AttributeError, TypeError, ValueError):
             raise ConfigError(f"model config: id2label must map integer ids to names and label2id names "
                               f"to integer ids, got {self.id2label!r} and {self.label2id!r}") from None
+        try:  # JSON keys are strings
+            self.pruned_heads = {int(layer): sorted({int(head) for head in heads})
+                                 for layer, heads in self.pruned_heads.items() if heads}
+        except (AttributeError, TypeError, ValueError):
+            raise ConfigError(f"model config: pruned_heads must map layer indices to lists of head indices, "
+                              f"got {self.pruned_heads!r}") from None
         self.validate()
 
     def validate(self) -> None:
@@ -107,6 +114,11 @@ class BertConfig:
             value = getattr(self, name)
             if not (_is_number(value) and value > 0):
                 raise ConfigError(f"model config: {name} must be positive, got {value!r}")
+        for layer, heads in self.pruned_heads.items():
+            if not (0 <= layer < self.num_hidden_layers and 0 <= heads[0] and heads[-1] < self.num_attention_heads):
+                raise ConfigError(f"model config: pruned_heads {{{layer}: {heads}}} names a layer or head the model "
+                                  f"does not have (layers 0-{self.num_hidden_layers - 1}, heads "
+                                  f"0-{self.num_attention_heads - 1})")
         if not (_is_integer(self.pad_token_id) and 0 <= self.pad_token_id < self.vocab_size):
             raise ConfigError(f"model config: pad_token_id ({self.pad_token_id}) must be in "
                               f"[0, vocab_size={self.vocab_size})")
@@ -119,11 +131,15 @@ class BertConfig:
         """The parameters of BertForPreTraining with this config (the largest model class), for a
         memory estimate before anything is allocated."""
         h, i = self.hidden_size, self.intermediate_size
-        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size + 2) * h
+        absolute = self.position_embedding_type == "absolute"
+        positions = self.max_position_embeddings if absolute else 0  # relative models have no absolute table
+        embeddings = (self.vocab_size + positions + self.type_vocab_size + 2) * h
         layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
-        relative = (2 * self.max_position_embeddings - 1) * self.head_size if self.position_embedding_type != "absolute" else 0
+        relative = 0 if absolute else (2 * self.max_position_embeddings - 1) * self.head_size
+        # A pruned head takes its query, key and value rows (weights and biases) and its output.dense columns.
+        pruned = sum(map(len, self.pruned_heads.values())) * (4 * h + 3) * self.head_size
         heads = h * h + h + (h * h + 3 * h + self.vocab_size) + 2 * h + 2
-        return embeddings + self.num_hidden_layers * (layer + relative) + heads
+        return embeddings + self.num_hidden_layers * (layer + relative) - pruned + heads
 
     @property
     def head_size(self) -> int:
@@ -149,6 +165,7 @@ class BertConfig:
             values["id2label"] = {i: f"LABEL_{i}" for i in range(self.num_labels)}
             values["label2id"] = {f"LABEL_{i}": i for i in range(self.num_labels)}
         values["id2label"] = {str(k): v for k, v in values["id2label"].items()}
+        values["pruned_heads"] = {str(k): v for k, v in values["pruned_heads"].items()}
         return values
 
     @classmethod

@@ -8,6 +8,7 @@ one attention module, scaled_dot_product_attention on the common path, sparse ML
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -127,25 +128,32 @@ class BertSelfAttention(nn.Module):
             bias = bias + torch.einsum("bhrd,lrd->bhlr", key, table)
         return bias / math.sqrt(self.head_size)
 
-    def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False):
         query, key, value = (self._split_heads(t) for t in self._project(hidden_states))
         bias = attention_bias
         if self.position_embedding_type != "absolute":
             relative = self._relative_position_bias(query, key)
             bias = relative if bias is None else relative + bias
         dropout_p = self.dropout_prob if self.training else 0.0
-        # With dropout, CPU SDPA runs this same math with torch's slower mask (see bertlab.dropout).
-        if output_attentions or eager or (dropout_p > 0 and query.device.type == "cpu"):
+        # With dropout, CPU SDPA runs this same math with torch's slower mask (see bertlab.dropout). A layer
+        # pruned to no heads takes it too: some SDPA kernels refuse empty inputs.
+        if output_attentions or eager or (dropout_p > 0 and query.device.type == "cpu") or self.num_heads == 0:
             scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
             if bias is not None:
                 scores = scores + bias
             probs = scores.softmax(dim=-1)
+            if head_mask is not None:
+                probs = probs * head_mask
             context = dropout(probs, dropout_p, self.training) @ value
         else:
             probs = None
             context = F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout_p)
+            if head_mask is not None:
+                # A head's factor commutes with its matmul, (probs·m)@v = m·(probs@v): SDPA stays usable.
+                context = context * head_mask
         batch, _, length, _ = context.shape
-        return context.transpose(1, 2).reshape(batch, length, -1), probs
+        # Not reshape(..., -1): a layer pruned to no heads has an empty context.
+        return context.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_size), probs
 
 
 class BertSelfOutput(nn.Module):
@@ -161,14 +169,40 @@ class BertSelfOutput(nn.Module):
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
 
 
+def prune_linear_layer(layer: nn.Linear, index: torch.Tensor, dim: int = 0) -> None:
+    """Keeps only the output rows (dim=0) or input columns (dim=1) `index` of `layer`, in place."""
+    index = index.to(layer.weight.device)
+    layer.weight = nn.Parameter(layer.weight.detach().index_select(dim, index), layer.weight.requires_grad)
+    if dim == 0:
+        layer.bias = nn.Parameter(layer.bias.detach()[index], layer.bias.requires_grad)
+    layer.out_features, layer.in_features = layer.weight.shape
+
+
 class BertAttention(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
+        self.pruned_heads: set[int] = set()
 
-    def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
-        context, probs = self.self(hidden_states, attention_bias, output_attentions, eager)
+    def prune_heads(self, heads) -> None:
+        """Removes `heads`, numbered as in the unpruned layer (already removed ones are skipped): their
+        query, key and value rows and their input columns of output.dense."""
+        attention = self.self
+        remaining = [h for h in range(attention.num_heads + len(self.pruned_heads)) if h not in self.pruned_heads]
+        kept = [position for position, head in enumerate(remaining) if head not in heads]
+        if len(kept) == len(remaining):
+            return
+        size = attention.head_size
+        index = (torch.tensor(kept, dtype=torch.long)[:, None] * size + torch.arange(size)).flatten()
+        for linear in (attention.query, attention.key, attention.value):
+            prune_linear_layer(linear, index)
+        prune_linear_layer(self.output.dense, index, dim=1)
+        attention.num_heads = len(kept)
+        self.pruned_heads |= set(remaining) & set(heads)
+
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False):
+        context, probs = self.self(hidden_states, attention_bias, head_mask, output_attentions, eager)
         return self.output(context, hidden_states), probs
 
 
@@ -196,8 +230,8 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, hidden_states, attention_bias, output_attentions=False, eager=False):
-        attended, probs = self.attention(hidden_states, attention_bias, output_attentions, eager)
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False):
+        attended, probs = self.attention(hidden_states, attention_bias, head_mask, output_attentions, eager)
         return self.output(self.intermediate(attended), attended), probs
 
 
@@ -207,16 +241,17 @@ class BertEncoder(nn.Module):
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
         self.gradient_checkpointing = config.gradient_checkpointing
 
-    def forward(self, hidden_states, attention_bias, output_attentions=False,
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False,
                 output_hidden_states=False, eager=False):
         all_hidden = (hidden_states,) if output_hidden_states else None
         all_probs = () if output_attentions else None
-        for layer in self.layer:
+        for index, layer in enumerate(self.layer):
+            layer_head_mask = None if head_mask is None else head_mask[index]
             if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
-                hidden_states, probs = checkpoint(layer, hidden_states, attention_bias, output_attentions,
-                                                  eager, use_reentrant=False)
+                hidden_states, probs = checkpoint(layer, hidden_states, attention_bias, layer_head_mask,
+                                                  output_attentions, eager, use_reentrant=False)
             else:
-                hidden_states, probs = layer(hidden_states, attention_bias, output_attentions, eager)
+                hidden_states, probs = layer(hidden_states, attention_bias, layer_head_mask, output_attentions, eager)
             if output_hidden_states:
                 all_hidden += (hidden_states,)
             if output_attentions:
@@ -261,6 +296,18 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
         for module in new_modules or (self,):
             module.apply(self._init_weights)
 
+    def prune_heads(self, heads_to_prune: dict[int, list[int]]) -> None:
+        """Removes attention heads for good, as transformers' `prune_heads`: {layer: [heads]}, heads
+        numbered as in the unpruned model. config.pruned_heads keeps the union of all prunings, so a
+        saved directory loads pruned, in bertlab and in transformers."""
+        merged = {layer: [*self.config.pruned_heads.get(layer, ()), *heads] for layer, heads in heads_to_prune.items()}
+        # The config's validation checks the layer and head numbers before any matrix changes.
+        checked = dataclasses.replace(self.config, pruned_heads={**self.config.pruned_heads, **merged})
+        bert = getattr(self, "bert", self)
+        for layer, heads in heads_to_prune.items():
+            bert.encoder.layer[layer].attention.prune_heads(heads)
+        self.config.pruned_heads = checked.pruned_heads
+
     def gradient_checkpointing_enable(self, enabled: bool = True) -> None:
         self.config.gradient_checkpointing = enabled
         for module in self.modules():
@@ -291,6 +338,8 @@ class BertModel(BertPreTrainedModel):
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.post_init()
+        # As transformers' post_init: a model is built pruned, so a pruned checkpoint's weights fit.
+        self.prune_heads(config.pruned_heads)
 
     def _check_shapes(self, input_ids: torch.Tensor) -> None:
         if input_ids.dim() != 2:
@@ -308,7 +357,24 @@ class BertModel(BertPreTrainedModel):
         bias = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
         return bias
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+    def _head_mask(self, head_mask: torch.Tensor | None, like: torch.Tensor):
+        """transformers' get_head_mask: [heads] (for every layer) or [layers, heads] → [layers, heads, 1, 1]
+        factors on the attention probabilities, in the dtype and on the device of `like`."""
+        if head_mask is None:
+            return None
+        layers, heads = self.config.num_hidden_layers, self.config.num_attention_heads
+        if tuple(head_mask.shape) not in ((heads,), (layers, heads)):
+            raise ValueError(f"head_mask must have shape [num_attention_heads] = [{heads}] or "
+                             f"[num_hidden_layers, num_attention_heads] = [{layers}, {heads}], "
+                             f"got {list(head_mask.shape)}")
+        if self.config.pruned_heads:
+            # transformers fails here too, on a broadcast of the mask against the pruned layer's heads.
+            raise ConfigError(f"head_mask cannot apply to a model with pruned heads (config.pruned_heads = "
+                              f"{self.config.pruned_heads}): its layers no longer have {heads} heads each; "
+                              f"mask the heads of the unpruned model instead")
+        return head_mask.expand(layers, heads).to(like.device, like.dtype)[:, :, None, None]
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 output_attentions=False, output_hidden_states=False) -> BertModelOutput:
         self._check_shapes(input_ids)
         if token_type_ids is None:
@@ -317,9 +383,10 @@ class BertModel(BertPreTrainedModel):
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]
         hidden_states = self.embeddings(input_ids, token_type_ids, position_ids)
         bias = self._attention_bias(attention_mask, hidden_states.dtype)
+        head_mask = self._head_mask(head_mask, hidden_states)
         eager = self.config.attn_implementation == "eager"
         sequence_output, all_hidden, all_probs = self.encoder(
-            hidden_states, bias, output_attentions, output_hidden_states, eager)
+            hidden_states, bias, head_mask, output_attentions, output_hidden_states, eager)
         pooled = self.pooler(sequence_output) if self.pooler is not None else None
         return BertModelOutput(sequence_output, pooled, all_hidden, all_probs)
 
@@ -384,10 +451,10 @@ class BertForPreTraining(BertPreTrainedModel):
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=True)
         self.post_init(self.cls)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, next_sentence_label=None, output_attentions=False,
                 output_hidden_states=False, return_logits=True) -> PreTrainingOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                         output_attentions, output_hidden_states)
         prediction_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels,
                                                 return_logits)
@@ -408,10 +475,10 @@ class BertForMaskedLM(BertPreTrainedModel):
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=False)
         self.post_init(self.cls)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=False, output_hidden_states=False,
                 return_logits=True) -> LogitsOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                         output_attentions, output_hidden_states)
         logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, return_logits)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
@@ -426,9 +493,9 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init(self.classifier)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                         output_attentions, output_hidden_states)
         logits = self.classifier(self.dropout(out.pooler_output))
         loss = None if labels is None else self._loss(logits, labels)

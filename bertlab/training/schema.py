@@ -17,9 +17,10 @@ from omegaconf import MISSING
 
 from bertlab.config import BertConfig
 
-# BertConfig fields a run takes from its tokenizer (vocab_size, pad_token_id) and data (the labels).
+# BertConfig fields a run takes from its tokenizer (vocab_size, pad_token_id) and data (the labels), or
+# that only a checkpoint's config.json carries (architectures, pruned_heads).
 FROM_TOKENIZER_AND_DATA = ("vocab_size", "pad_token_id", "num_labels", "id2label", "label2id", "problem_type",
-                           "architectures")
+                           "architectures", "pruned_heads")
 
 
 def _model_schema() -> type:

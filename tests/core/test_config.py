@@ -43,6 +43,10 @@ def small(**overrides) -> BertConfig:
         (dict(layer_norm_eps=-1e-12), r"layer_norm_eps must be positive, got -1e-12"),
         (dict(pad_token_id=-1), r"pad_token_id \(-1\) must be in \[0, vocab_size=100\)"),
         (dict(pad_token_id=100), r"pad_token_id \(100\) must be in \[0, vocab_size=100\)"),
+        (dict(pruned_heads={2: [0]}), r"pruned_heads \{2: \[0\]\} names a layer or head the model does not have "
+                                      r"\(layers 0-1, heads 0-3\)"),
+        (dict(pruned_heads={0: [4, 1]}), r"pruned_heads \{0: \[1, 4\]\} names a layer or head"),
+        (dict(pruned_heads=[[0, 1]]), r"pruned_heads must map layer indices to lists of head indices"),
     ],
 )
 def test_invalid_values_raise_config_error_naming_the_field(overrides, message):
@@ -62,6 +66,14 @@ def test_id2label_sets_num_labels_and_normalises_key_types():
     assert config.num_labels == 3
     assert config.id2label == {0: "neg", 1: "neu", 2: "pos"}
     assert config.label2id == {"neg": 0, "neu": 1, "pos": 2}
+
+
+def test_pruned_heads_normalise_json_keys_and_round_trip(tmp_path):
+    config = small(pruned_heads={"1": [3, 0, 3], "0": []})
+    assert config.pruned_heads == {1: [0, 3]}  # int keys, sorted unique heads, layers without heads dropped
+    assert json.loads(config.to_json_string())["pruned_heads"] == {"1": [0, 3]}  # JSON keys are strings
+    (tmp_path / "config.json").write_text(config.to_json_string())
+    assert BertConfig.from_json_file(tmp_path).pruned_heads == {1: [0, 3]}
 
 
 def test_unknown_constructor_keyword_in_from_dict_is_ignored_but_bad_type_is_config_error():

@@ -224,6 +224,18 @@ def test_unknown_override_is_a_config_error(tmp_path):
     assert model.config.attn_implementation == "eager" and model.encoder.gradient_checkpointing
 
 
+@pytest.mark.parametrize(("pruned_in", "pruned_heads"), [("weights", {}), ("config", {"0": [1]})])
+def test_pruned_heads_in_only_the_weights_or_only_the_config_are_an_error(tmp_path, pruned_in, pruned_heads):
+    model = BertModel(small_config())
+    if pruned_in == "weights":
+        model.prune_heads({0: [1]})
+    saved(model, tmp_path)
+    edit_config(tmp_path, pruned_heads=pruned_heads)
+    message = r"7 tensor\(s\) do not fit the model config, e.g. encoder.layer.0.attention.*weights disagree"
+    with pytest.raises(CheckpointError, match=message):  # query, key, value (weights, biases), output.dense
+        BertModel.from_pretrained(tmp_path)
+
+
 # --- unreadable files -----------------------------------------------------------------------------
 
 
@@ -291,6 +303,24 @@ def test_save_writes_hugging_face_names_and_no_tied_duplicate(tmp_path):
     assert "cls.predictions.bias" in keys and "cls.predictions.decoder.weight" not in keys
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["architectures"] == ["BertForPreTraining"] and config["model_type"] == "bert"
+
+
+def test_a_pruned_model_saves_its_pruned_heads_and_loads_pruned(tmp_path):
+    torch.manual_seed(0)
+    original = BertForSequenceClassification(small_config(position_embedding_type="relative_key"))
+    original.prune_heads({1: [3, 0]})
+    original.prune_heads({0: [2], 1: [1]})
+    saved(original, tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["pruned_heads"] == {"0": [2], "1": [0, 1, 3]}
+    weights = load_file(tmp_path / "model.safetensors")
+    assert weights["bert.encoder.layer.1.attention.output.dense.weight"].shape == (32, 8)
+    model = BertForSequenceClassification.from_pretrained(tmp_path)
+    assert model.load_report.complete, str(model.load_report)
+    assert model.config.pruned_heads == {0: [2], 1: [0, 1, 3]}
+    assert [layer.attention.pruned_heads for layer in model.bert.encoder.layer] == [{2}, {0, 1, 3}]
+    for key, tensor in original.state_dict().items():
+        assert torch.equal(model.state_dict()[key], tensor), key
+    assert_same_encoder(original.bert, model.bert)
 
 
 def test_sequence_longer_than_position_table_is_a_clear_config_error(tmp_path):

@@ -1,4 +1,5 @@
-"""The scratch BERT: seeded init, init statistics, gradient checkpointing, sparse MLM, tied decoder."""
+"""The scratch BERT: seeded init, init statistics, gradient checkpointing, sparse MLM, tied decoder,
+head masks and pruned heads."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torch import nn
 
 from benchmarks.core_step_time import activation_bytes, sparse_loss
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
+from bertlab.errors import ConfigError
 
 VOCAB = 200
 
@@ -261,3 +263,133 @@ def test_layers_do_not_share_activation_modules():
     activations = [layer.intermediate.activation for layer in model.bert.encoder.layer]
     activations.append(model.cls.predictions.transform.activation)
     assert len({id(module) for module in activations}) == 4
+
+
+# --- head_mask and pruned heads -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("shape", "expected"), [((3,), r"\[3\]"), ((2, 4, 1), r"\[2, 4, 1\]"), ((3, 4), r"\[3, 4\]")])
+def test_a_head_mask_of_the_wrong_shape_names_the_expected_shapes(shape, expected):
+    model = BertForSequenceClassification(small_config())
+    message = (r"head_mask must have shape \[num_attention_heads\] = \[4\] or \[num_hidden_layers, "
+               rf"num_attention_heads\] = \[2, 4\], got {expected}")
+    with pytest.raises(ValueError, match=message):
+        model(mlm_batch()["input_ids"], head_mask=torch.ones(shape))
+
+
+@pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining, BertForSequenceClassification))
+def test_every_model_class_takes_a_head_mask(model_class):
+    torch.manual_seed(0)
+    model = model_class(small_config()).eval()
+    input_ids = mlm_batch()["input_ids"]
+    head_mask = torch.tensor([1.0, 0.0, 0.5, 1.0])
+    with torch.no_grad():
+        plain, ones, masked = (model(input_ids, head_mask=mask, output_hidden_states=True).hidden_states[-1]
+                               for mask in (None, torch.ones(4), head_mask))
+        assert torch.equal(masked, model.bert(input_ids, head_mask=head_mask).last_hidden_state)
+    torch.testing.assert_close(ones, plain, rtol=0, atol=1e-6)
+    assert (masked - plain).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("position_type", ("absolute", "relative_key"))
+def test_head_mask_gradient_is_the_same_with_gradient_checkpointing(position_type):
+    torch.manual_seed(0)
+    model = BertForMaskedLM(small_config(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                                         position_embedding_type=position_type)).train()
+    batch = mlm_batch()
+    results = []
+    for enabled in (False, True):
+        model.gradient_checkpointing_enable(enabled)
+        model.zero_grad()
+        head_mask = torch.ones(2, 4, requires_grad=True)
+        torch.manual_seed(7)  # the same dropout masks
+        model(**batch, head_mask=head_mask).loss.backward()
+        results.append((head_mask.grad, model.bert.embeddings.word_embeddings.weight.grad.clone()))
+    (plain_mask, plain_embeddings), (checkpointed_mask, checkpointed_embeddings) = results
+    assert plain_mask.abs().min() > 0
+    torch.testing.assert_close(checkpointed_mask, plain_mask, rtol=0, atol=1e-6)
+    torch.testing.assert_close(checkpointed_embeddings, plain_embeddings, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("position_type", ("absolute", "relative_key", "relative_key_query"))
+@pytest.mark.parametrize("fused_qkv", (True, False))
+def test_pruned_heads_are_removed_from_the_matrices_and_equal_a_zero_head_mask(position_type, fused_qkv):
+    config = small_config(position_embedding_type=position_type, fused_qkv=fused_qkv)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config).eval()
+    input_ids, attention_mask = mlm_batch()["input_ids"], mlm_batch()["attention_mask"]
+    head_mask = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])  # layer 1 loses every head
+    with torch.no_grad():
+        masked = model(input_ids, attention_mask, head_mask=head_mask, output_attentions=True)
+    model.prune_heads({0: [1, 3], 1: [0, 1, 2, 3]})
+    assert config.pruned_heads == {0: [1, 3], 1: [0, 1, 2, 3]}
+    layers = [layer.attention for layer in model.bert.encoder.layer]
+    assert [attention.self.num_heads for attention in layers] == [2, 0]
+    assert [attention.pruned_heads for attention in layers] == [{1, 3}, {0, 1, 2, 3}]
+    assert layers[0].self.query.weight.shape == (32, 64) and layers[0].self.value.bias.shape == (32,)
+    assert layers[0].output.dense.weight.shape == (64, 32) and layers[1].output.dense.weight.shape == (64, 0)
+    if position_type != "absolute":
+        assert layers[1].self.distance_embedding.weight.shape == (127, 16)  # head_size, unchanged
+    with torch.no_grad():
+        pruned = model(input_ids, attention_mask, output_attentions=True)
+    torch.testing.assert_close(pruned.logits, masked.logits, rtol=0, atol=1e-6)
+    torch.testing.assert_close(pruned.attentions[0], masked.attentions[0][:, [0, 2]], rtol=0, atol=1e-6)
+    assert pruned.attentions[1].shape == (4, 0, 32, 32)
+
+
+@pytest.mark.parametrize("position_type", ("absolute", "relative_key_query"))
+def test_the_config_parameter_count_is_the_pruned_models(position_type):
+    config = small_config(position_embedding_type=position_type)
+    model = BertForPreTraining(config)
+    assert model.num_parameters == config.parameter_count()
+    model.prune_heads({0: [2], 1: [0, 1, 2, 3]})
+    assert model.num_parameters == config.parameter_count()
+    assert BertForPreTraining(config).num_parameters == config.parameter_count()  # built pruned from the config
+
+
+def test_pruning_again_numbers_heads_as_in_the_unpruned_model_and_keeps_the_union():
+    torch.manual_seed(0)
+    once = BertForMaskedLM(small_config()).eval()
+    twice = copy.deepcopy(once)
+    once.prune_heads({0: [1, 2], 1: [3]})
+    twice.prune_heads({0: [1]})
+    twice.prune_heads({0: [1, 2], 1: [3]})  # head 1 again is skipped; 2 is the unpruned model's head 2
+    assert once.config.pruned_heads == twice.config.pruned_heads == {0: [1, 2], 1: [3]}
+    for key, tensor in once.state_dict().items():
+        assert torch.equal(twice.state_dict()[key], tensor), key
+
+
+def test_a_model_built_from_a_config_with_pruned_heads_is_pruned():
+    model = BertForPreTraining(small_config(pruned_heads={"1": [3, 0]}))  # JSON's string keys
+    assert model.config.pruned_heads == {1: [0, 3]}
+    assert [layer.attention.self.num_heads for layer in model.bert.encoder.layer] == [4, 2]
+    assert model.bert.encoder.layer[1].attention.self.key.weight.shape == (32, 64)
+
+
+@pytest.mark.parametrize("heads", [{2: [0]}, {0: [4]}, {-1: [0]}])
+def test_pruning_a_head_the_model_does_not_have_is_an_error_and_changes_nothing(heads):
+    model = BertForMaskedLM(small_config())
+    before = {key: tensor.shape for key, tensor in model.state_dict().items()}
+    with pytest.raises(ConfigError, match=r"pruned_heads .* names a layer or head the model does not have "
+                                          r"\(layers 0-1, heads 0-3\)"):
+        model.prune_heads(heads)
+    assert model.config.pruned_heads == {}
+    assert {key: tensor.shape for key, tensor in model.state_dict().items()} == before
+
+
+def test_a_head_mask_on_a_pruned_model_is_a_clear_error():
+    model = BertForSequenceClassification(small_config())
+    model.prune_heads({0: [1]})
+    with pytest.raises(ConfigError, match=r"head_mask cannot apply to a model with pruned heads "
+                                          r"\(config.pruned_heads = \{0: \[1\]\}\)"):
+        model(mlm_batch()["input_ids"], head_mask=torch.ones(2, 4))
+
+
+def test_a_pruned_model_trains():
+    torch.manual_seed(0)
+    model = BertForMaskedLM(small_config(gradient_checkpointing=True)).train()
+    model.prune_heads({0: [0, 1, 2, 3], 1: [1]})
+    model(**mlm_batch()).loss.backward()
+    query = model.bert.encoder.layer[1].attention.self.query
+    assert query.weight.grad.shape == (48, 64) and query.weight.grad.abs().sum() > 0
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)

@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 import bertlab
 from bertlab.config import BertConfig
+from bertlab.hf_format import export_pretrained
+from bertlab.tokenizer import train_tokenizer
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()  # relative models load without the unused absolute table
@@ -253,3 +255,176 @@ def test_fused_qkv_projection_matches_separate_projections(parity_rows, position
     for name, parameter in fused.named_parameters():
         pairs[f"grads[{name}]"] = (parameter.grad, separate_parameters[name].grad)
     compare(parity_rows, f"bertlab fused_qkv vs separate, train, {position_type}", pairs)
+
+
+# --- head_mask and pruned heads ---------------------------------------------------------------------
+
+HEAD_MASKS = {
+    "1-D 0/1": torch.tensor([1.0, 0.0, 1.0, 1.0]),
+    "2-D 0/1": torch.tensor([[0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 1.0]]),
+    "1-D soft": torch.tensor([0.3, 1.0, 0.0, 0.7]),
+    "2-D soft": torch.tensor([[0.9, 0.2, 0.5, 1.0], [0.0, 0.6, 1.3, 0.4]]),
+}
+
+
+def masked_outputs(model, class_name: str, inputs: dict, head_mask: torch.Tensor, mask_name: str):
+    """Outputs and every hidden state under `head_mask`, and the attentions from a second pass."""
+    with torch.no_grad():
+        out = model(**inputs, head_mask=head_mask, output_hidden_states=True)
+        result = {"logits": out.logits} if class_name == "BertForSequenceClassification" else {
+            "last_hidden_state": out.last_hidden_state, "pooler_output": out.pooler_output}
+        result.update({f"hidden_states[{i}]": h for i, h in enumerate(out.hidden_states)})
+        attentions = model(**inputs, head_mask=head_mask, output_attentions=True).attentions
+        result.update({f"attentions[{i}]": a for i, a in enumerate(attentions)})
+    return {f"{name} ({mask_name})": value for name, value in result.items()}
+
+
+@pytest.mark.parametrize("implementation", ("sdpa", "eager"))
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+@pytest.mark.parametrize("class_name", ("BertModel", "BertForSequenceClassification"))
+def test_head_mask_matches_transformers(tmp_path, parity_rows, monkeypatch, class_name, position_type, implementation):
+    torch.manual_seed(0)
+    ours = getattr(bertlab, class_name)(small_config(position_type, attn_implementation=implementation)).eval()
+    perturb(ours, seed=12)
+    ours.save_pretrained(tmp_path)
+    reference = getattr(transformers, class_name).from_pretrained(tmp_path, attn_implementation="eager").eval()
+    batch = padded_pair_batch(seed=13)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    calls = []
+    sdpa_function = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention",
+                        lambda *args, **kwargs: calls.append(1) or sdpa_function(*args, **kwargs))
+    pairs = {}
+    for mask_name, head_mask in HEAD_MASKS.items():
+        expected = masked_outputs(reference, class_name, inputs, head_mask, mask_name)
+        calls.clear()
+        pairs.update(paired(masked_outputs(ours, class_name, inputs, head_mask, mask_name), expected))
+        # bertlab's sdpa model masks its heads on the SDPA path (the attentions pass is eager in both)
+        assert len(calls) == (2 if implementation == "sdpa" else 0)
+    compare(parity_rows, f"head_mask, {class_name} {position_type} {implementation}", pairs)
+
+
+@pytest.mark.parametrize("checkpointing", (False, True), ids=("plain", "checkpointed"))
+@pytest.mark.parametrize("implementation", ("sdpa", "eager"))
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+def test_head_mask_gradient_matches_transformers(tmp_path, parity_rows, position_type, implementation, checkpointing):
+    """The gradient of the loss with respect to the head mask: Michel et al.'s head importance."""
+    config = small_config(position_type, attn_implementation=implementation, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    ours = bertlab.BertForSequenceClassification(config).eval()
+    perturb(ours, seed=14)
+    ours.save_pretrained(tmp_path)
+    reference = transformers.BertForSequenceClassification.from_pretrained(tmp_path).eval()
+    if checkpointing:
+        ours.gradient_checkpointing_enable()
+        ours.train()  # checkpointing is on in training only; no dropout, so the same function
+    batch = padded_pair_batch(seed=15)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids", "class_labels")}
+    inputs["labels"] = inputs.pop("class_labels")
+    pairs = {}
+    for mask_name in ("1-D soft", "2-D 0/1"):
+        results = []
+        for model in (ours, reference):
+            head_mask = HEAD_MASKS[mask_name].clone().requires_grad_()
+            loss = model(**inputs, head_mask=head_mask).loss
+            results.append((loss, *torch.autograd.grad(loss, head_mask)))
+        (loss, grad), (reference_loss, reference_grad) = results
+        assert reference_grad.abs().sum() > 1e-3
+        # The gradients are small: also compare them as `heads` uses them, each layer's of unit norm.
+        norm = reference_grad.norm(dim=-1, keepdim=True)
+        pairs[f"grad head_mask ({mask_name})"] = (grad, reference_grad)
+        pairs[f"grad head_mask, per-layer normalised ({mask_name})"] = (grad / norm, reference_grad / norm)
+        pairs[f"loss ({mask_name})"] = (loss, reference_loss)
+    compare(parity_rows, f"head_mask grad, {position_type} {implementation}{' checkpointed' * checkpointing}", pairs)
+
+
+PRUNINGS = ({0: [1]}, {0: [1, 3], 1: [2]})  # heads are numbered as in the unpruned model, 1 again is skipped
+
+
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+@pytest.mark.parametrize("class_name", CLASSES)
+def test_pruned_model_matches_transformers_pruned_alike(tmp_path, parity_rows, position_type, class_name):
+    torch.manual_seed(0)
+    ours = getattr(bertlab, class_name)(small_config(position_type)).eval()
+    perturb(ours, seed=16)
+    ours.save_pretrained(tmp_path)
+    reference = getattr(transformers, class_name).from_pretrained(tmp_path).eval()
+    for heads in PRUNINGS:
+        ours.prune_heads(heads)
+        reference.prune_heads(heads)
+    assert ours.config.pruned_heads == {k: sorted(v) for k, v in reference.config.pruned_heads.items()} \
+        == {0: [1, 3], 1: [2]}
+    batch = padded_pair_batch(seed=17)
+    compare(parity_rows, f"pruned, {class_name} {position_type}",
+            paired(outputs(ours, class_name, batch), outputs(reference, class_name, batch)))
+
+
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+def test_pruned_bertlab_export_loads_in_transformers_pruned(tmp_path, parity_rows, position_type):
+    torch.manual_seed(0)
+    ours = bertlab.BertForSequenceClassification(small_config(position_type)).eval()
+    perturb(ours, seed=18)
+    for heads in PRUNINGS:
+        ours.prune_heads(heads)
+    export_pretrained(ours, train_tokenizer(["a pruned model and its tokenizer"] * 4, vocab_size=VOCAB), tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["pruned_heads"] == {"0": [1, 3], "1": [2]}
+    reference, info = transformers.BertForSequenceClassification.from_pretrained(tmp_path, output_loading_info=True)
+    unused = [] if position_type == "absolute" else ["bert.embeddings.position_embeddings.weight"]
+    assert (info["missing_keys"], info["unexpected_keys"], info["mismatched_keys"]) == (unused, [], [])
+    assert {k: sorted(v) for k, v in reference.config.pruned_heads.items()} == {0: [1, 3], 1: [2]}
+    batch = padded_pair_batch(seed=19)
+    compare(parity_rows, f"pruned bertlab->HF, {position_type}",
+            paired(*(outputs(m, "BertForSequenceClassification", batch) for m in (ours, reference.eval()))))
+
+
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+@pytest.mark.parametrize("class_name", CLASSES)
+def test_pruned_transformers_checkpoint_loads_in_bertlab_pruned(tmp_path, parity_rows, position_type, class_name):
+    config = transformers.BertConfig(**json.loads(small_config(position_type).to_json_string()))
+    torch.manual_seed(20)
+    reference = getattr(transformers, class_name)(config).eval()
+    perturb(reference, seed=21)
+    for heads in PRUNINGS:
+        reference.prune_heads(heads)
+    reference.save_pretrained(tmp_path, safe_serialization=True)
+    ours = getattr(bertlab, class_name).from_pretrained(tmp_path).eval()
+    assert ours.load_report.complete, str(ours.load_report)
+    assert ours.config.pruned_heads == {0: [1, 3], 1: [2]}
+    batch = padded_pair_batch(seed=22)
+    compare(parity_rows, f"pruned HF->bertlab, {class_name} {position_type}",
+            paired(outputs(ours, class_name, batch), outputs(reference, class_name, batch)))
+
+
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+def test_a_layer_pruned_to_no_heads_goes_to_transformers_and_back(tmp_path, parity_rows, position_type):
+    """transformers 4.57 prunes, saves and loads a layer without heads but cannot run it (it views an
+    empty tensor with a -1 size), so the reference is its unpruned model under a zero head_mask."""
+    torch.manual_seed(0)
+    ours = bertlab.BertForSequenceClassification(small_config(position_type)).eval()
+    perturb(ours, seed=23)
+    ours.save_pretrained(tmp_path / "unpruned")
+    unpruned = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "unpruned").eval()
+    batch = padded_pair_batch(seed=24)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    with torch.no_grad():
+        expected = unpruned(**inputs, head_mask=torch.tensor([[1.0, 1.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]]),
+                            output_hidden_states=True)
+
+    ours.prune_heads({0: [2], 1: [0, 1, 2, 3]})
+    ours.save_pretrained(tmp_path / "bertlab")
+    reference, info = transformers.BertForSequenceClassification.from_pretrained(
+        tmp_path / "bertlab", output_loading_info=True)
+    unused = [] if position_type == "absolute" else ["bert.embeddings.position_embeddings.weight"]
+    assert (info["missing_keys"], info["unexpected_keys"], info["mismatched_keys"]) == (unused, [], [])
+    assert reference.bert.encoder.layer[1].attention.self.query.weight.shape == (0, 64)
+    reference.save_pretrained(tmp_path / "transformers", safe_serialization=True)
+    back = bertlab.BertForSequenceClassification.from_pretrained(tmp_path / "transformers").eval()
+    assert back.load_report.complete and back.config.pruned_heads == {0: [2], 1: [0, 1, 2, 3]}
+    for model in (ours, back):
+        with torch.no_grad():
+            out = model(**inputs, output_hidden_states=True)
+        pairs = {"logits": (out.logits, expected.logits)}
+        pairs.update({f"hidden_states[{i}]": pair
+                      for i, pair in enumerate(zip(out.hidden_states, expected.hidden_states))})
+        compare(parity_rows, f"no heads in layer 1 vs HF zero head_mask, {position_type}", pairs)
