@@ -22,7 +22,10 @@ COMMANDS = {
     "evaluate": ("evaluate", "metrics of a fine-tuned checkpoint on a split or a file"),
     "glue": ("glue", "the GLUE suite (tasks × seeds) for a checkpoint, and its table"),
     "predict": ("predict", "labels and probabilities for sentences, a text file or a csv/jsonl column"),
+    "tokenize": ("tokenize", "the tokenizer's stages on a sentence or pair: normalised text, basic tokens, WordPiece pieces, ids"),
     "compare": ("compare", "runs or GLUE suites side by side: differing config keys, metrics, curves"),
+    "attention": ("attention", "attention maps (layers × heads) of a sentence or pair, as PNGs"),
+    "heads": ("heads", "head importance of a classifier, the metric against heads pruned, a pruned export"),
     "summarize": ("summarize", "table of final metrics (per run, mean ± std) of a sweep folder"),
     "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),
 }

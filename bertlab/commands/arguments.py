@@ -42,3 +42,20 @@ def output_file(*suffixes: str) -> Callable[[str], Path]:
         return path
 
     return check
+
+
+def add_labelled_data_options(parser: argparse.ArgumentParser) -> None:
+    """--data, --split and the column and length options of a labelled classification dataset."""
+    parser.add_argument("--data", required=True,
+                        help="a hub id (stanfordnlp/sst2), a folder of split files, or one file")
+    parser.add_argument("--split", default="validation", help="the split to use (a single file is 'train')")
+    parser.add_argument("--text-column", default="sentence")
+    parser.add_argument("--text-pair-column", default=None)
+    parser.add_argument("--label-column", default="label")
+    parser.add_argument("--max-seq-length", type=positive_int, default=128)
+
+
+def labelled_data_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments of `bertlab.inference.load_labelled_split` from those options."""
+    return {"split": args.split, "text_column": args.text_column, "text_pair_column": args.text_pair_column,
+            "label_column": args.label_column, "max_seq_length": args.max_seq_length}

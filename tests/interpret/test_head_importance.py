@@ -1,0 +1,97 @@
+"""`bertlab heads`: importance is the gradient of the loss with respect to a head gate (checked against
+transformers' head_mask), the curve's points are the metrics of physically pruned models, and the
+command writes its CSVs, PNG and pruned export."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from bertlab.inference import length_sorted_batches, load_classifier, load_labelled_split, split_metrics
+from bertlab.interpret.head_importance import (head_importance, head_mask_without, heads_to_prune,
+                                               least_important_first, pruning_curve)
+from tests.bertlab_runs import run_in_process
+
+transformers = pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def split(classifier_dir, tiny_data_dir):
+    model = load_classifier(str(classifier_dir))
+    return model, load_labelled_split(str(classifier_dir), model, str(tiny_data_dir / "sst2"))
+
+
+def test_importance_is_the_per_layer_normalised_gradient_of_transformers_head_mask(classifier_dir, split):
+    model, data = split
+    ours = head_importance(model, data, batch_size=16)
+    reference = transformers.BertForSequenceClassification.from_pretrained(classifier_dir, attn_implementation="eager")
+    reference.eval()
+    total = torch.zeros(2, 4)
+    for batch in length_sorted_batches(data.rows, data.lengths, pad_token_id=data.pad_token_id, batch_size=16):
+        gate = torch.ones(2, 4, requires_grad=True)
+        loss = reference(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                         token_type_ids=batch["token_type_ids"], labels=batch["labels"], head_mask=gate).loss
+        loss.backward()
+        total += gate.grad.abs()
+    expected = total / total.norm(dim=-1, keepdim=True)
+    torch.testing.assert_close(ours, expected, rtol=1e-4, atol=1e-6)
+    assert all(parameter.requires_grad for parameter in model.parameters())
+
+
+def test_each_point_of_the_curve_is_the_metric_of_the_physically_pruned_model(split):
+    model, data = split
+    order = least_important_first(head_importance(model, data))
+    assert sorted(order) == [(layer, head) for layer in range(2) for head in range(4)]
+    curve = pruning_curve(model, data, order, step=3)
+    assert [row["heads_pruned"] for row in curve] == [0, 3, 6, 8]
+    assert curve[0] == {"heads_pruned": 0, "heads_left": 8, **split_metrics(model, data)}
+    for row in curve[1:]:
+        pruned = copy.deepcopy(model)
+        pruned.prune_heads(heads_to_prune(order, row["heads_pruned"]))
+        direct = split_metrics(pruned, data)
+        for key, value in direct.items():
+            assert row[key] == pytest.approx(value, abs=1e-5), (row["heads_pruned"], key)
+
+
+def test_heads_to_prune_groups_by_layer_and_the_mask_switches_those_heads_off():
+    order = [(1, 3), (0, 2), (1, 0)]
+    assert heads_to_prune(order, 3) == {0: [2], 1: [0, 3]}
+    mask = head_mask_without(order[:2], torch.Size((2, 4)))
+    assert mask.tolist() == [[1, 1, 0, 1], [1, 1, 1, 0]]
+
+
+def test_the_command_writes_importance_curve_plot_and_a_pruned_export(classifier_dir, tiny_data_dir, tmp_path, capsys):
+    output, export = tmp_path / "heads", tmp_path / "pruned"
+    outcome = run_in_process(["heads", str(classifier_dir), "--data", str(tiny_data_dir / "sst2"), "--step", "2",
+                              "--max-drop", "5", "--output", str(output), "--export", str(export)], capsys)
+    assert outcome.code == 0, outcome.err
+    with (output / "head_importance.csv").open() as handle:
+        importance = list(csv.DictReader(handle))
+    with (output / "pruning_curve.csv").open() as handle:
+        curve = list(csv.DictReader(handle))
+    assert len(importance) == 8 and sorted(int(row["prune_rank"]) for row in importance) == list(range(8))
+    assert [int(row["heads_pruned"]) for row in curve] == [0, 2, 4, 6, 8]
+    summary = json.loads((output / "heads.json").read_text())
+    full = float(curve[0]["accuracy"])
+    allowed = [int(row["heads_pruned"]) for row in curve if (full - float(row["accuracy"])) * 100 < 5]
+    assert summary["prunable_heads"] == max(allowed)
+    assert (output / "heads.png").read_bytes().startswith(b"\x89PNG") and (output / "heads.png").stat().st_size > 10000
+    pruned = load_classifier(str(export))
+    assert sum(len(heads) for heads in pruned.config.pruned_heads.values()) == summary["prunable_heads"]
+    data = load_labelled_split(str(export), pruned, str(tiny_data_dir / "sst2"))
+    assert split_metrics(pruned, data)["accuracy"] == pytest.approx(summary["export_metric"], abs=1e-6)
+    assert summary["export_metric"] == pytest.approx(summary["pruned_metric"], abs=1e-5)
+
+
+def test_an_unknown_metric_is_one_line(classifier_dir, tiny_data_dir, tmp_path, capsys):
+    outcome = run_in_process(["heads", str(classifier_dir), "--data", str(tiny_data_dir / "sst2"),
+                              "--metric", "bleu", "--output", str(tmp_path / "heads")], capsys)
+    assert outcome.code == 2
+    assert not (tmp_path / "heads").exists()
+    assert outcome.error_lines == ["bertlab: error: bertlab heads: --metric bleu: expected one of loss, accuracy, "
+                                   "f1, mcc"]
