@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import csv
 import json
-from pathlib import Path
 
 import pytest
 import torch
