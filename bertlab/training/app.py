@@ -206,8 +206,11 @@ def config_message(cause: BaseException, error: BaseException) -> str:
         return one_line(cause)
     if isinstance(cause, ValidationError) and cause.child_node is not None:
         default = cause.child_node._value()
-        return (f"{cause.full_key}={format_value(cause.value)}: expected {type(default).__name__} "
-                f"(like the default {format_value(default)}), got {type(cause.value).__name__}")
+        if default is None:  # an optional key: its node's class names the type (FloatNode, IntegerNode, …)
+            expected = f"{type(cause.child_node).__name__.removesuffix('Node').lower()} or null"
+        else:
+            expected = f"{type(default).__name__} (like the default {format_value(default)})"
+        return f"{cause.full_key}={format_value(cause.value)}: expected {expected}, got {type(cause.value).__name__}"
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.parent_node is not None:
         key, parent = str(cause.full_key), cause.parent_node
         known = ", ".join(str(k) for k in parent.keys() if k != "_target_") or "no keys"

@@ -1,7 +1,8 @@
 """What every training command shares, in the order it happens: the run folder and the checkpoint
 to resume from, the Trainer with its callbacks, loggers and plugins (built before any data is
-prepared, so that a bad value fails in seconds), then the command's own data and module, `fit`,
-the Hugging Face export and the summary.
+prepared, so that a bad value fails in seconds), then the command's own data and module, the
+length of training a time budget affords (bertlab.training.budget), `fit`, the Hugging Face export
+and the summary.
 
 Exact resume: a run restarted from a checkpoint ends with the same weights and metrics.csv as one
 never interrupted. Lightning restores the model, optimizer, scheduler and loop counters; the
@@ -27,7 +28,7 @@ from omegaconf import DictConfig
 
 from bertlab.lit.callbacks import ExportPretrained
 from bertlab.metrics import run_summary
-from bertlab.training import run_folder
+from bertlab.training import budget, run_folder
 
 log = logging.getLogger("bertlab")
 # What a command builds once the Trainer exists: its LightningModule and LightningDataModule.
@@ -53,6 +54,8 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
         run_folder.restore_metrics(trainer, Path(checkpoint), step)
         # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
+    if cfg.budget_minutes is not None:  # before the scheduler is built: it decays to trainer.max_steps
+        budget.fix_length(cfg, trainer, module, datamodule, run_dir, checkpoint)
     run_folder.write_config(cfg, run_dir)
     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
     if trainer.is_global_zero:

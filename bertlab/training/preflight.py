@@ -1,8 +1,9 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
 every value is inside its range (bertlab.training.ranges), overridden values fit the arguments of
 their `_target_`, the model config is valid and fits in memory, `model.init_from` is not combined
-with an architecture override, the output folder can be created and holds no other run, and a
-checkpoint to resume belongs to this command, task and model. Hydra's own schema checks
+with an architecture override, nor `budget_minutes` with a length of training, the output folder can
+be created and holds no other run, and a checkpoint to resume belongs to this command, task and model
+(and, with a budget, its run recorded the steps the budget chose). Hydra's own schema checks
 (bertlab.training.schema) have already run during composition.
 
 Hydra calls `Preflight` before it creates the run (or sweep) folder. Hydra turns an Exception raised
@@ -28,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
-from bertlab.training import run_folder
+from bertlab.training import budget, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.schema import ModelSchema
@@ -105,6 +106,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
+    budget.check_overrides(config, overridden)
     if run_dir is None:
         return
     if new_run:
@@ -127,10 +129,13 @@ def check_run_folder(run_dir: Path, resume: str | None) -> None:
 
 
 def check_resume(config: DictConfig, run_dir: Path) -> None:
-    """The checkpoint of `resume` was saved by this command and task, for this model's shape."""
+    """The checkpoint of `resume` was saved by this command and task, for this model's shape; with a
+    budget, its run folder's config.yaml holds the steps to keep."""
     checkpoint = run_folder.resume_path(config.resume, run_dir)
     if checkpoint is None:
         return
+    if config.budget_minutes is not None:
+        budget.recorded_length(Path(checkpoint))
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
     saved_task = "PretrainingModule" if "mlm_probability" in saved else "ClassificationModule"

@@ -20,6 +20,7 @@ PROBABILITY, OPEN_PROBABILITY, POSITIVE, COUNT, NON_NEGATIVE = "[0, 1]", "[0, 1)
 
 RULES: dict[str, str | tuple] = {
     "seed": f"[0, {2**32 - 1}]",
+    "budget_minutes": POSITIVE,
     "monitor_mode": ("min", "max"),
     # model: the sizes up to BertConfig's limits for config.json files
     **{f"model.{name}": f"[1, {limit}]" for name, limit in SIZE_LIMITS.items() if name not in ("vocab_size", "num_labels")},

@@ -41,6 +41,7 @@ class RunSchema:
     name: str = MISSING
     seed: int = 0
     resume: Optional[str] = None  # null | auto | a run folder | a Lightning .ckpt
+    budget_minutes: Optional[float] = None  # null | minutes of training (bertlab.training.budget)
     paths: Any = None
     model: Any = None
     data: Any = None

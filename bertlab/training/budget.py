@@ -1,0 +1,207 @@
+"""A time budget for training, `budget_minutes=…` (as cramming's `budget` and academic-budget-bert's
+time-based schedule): a short calibration measures the run's speed, and the number of optimizer steps
+that fits in the budget becomes `trainer.max_steps` before the learning-rate schedule is built.
+
+Calibration: a throwaway copy of the module trains WARMUP_STEPS + TIMED_STEPS steps on the run's data
+in a Trainer of the run's own settings (precision, strategy, devices, accumulation), then writes one
+checkpoint and runs one validation. The run's module, data order and random generators are left as
+they were, so the run that follows is the one a fixed `trainer.max_steps` gives.
+
+The rule: max_steps is the largest S with  S·step + ⌈S/k⌉·validation ≤ budget − calibration − start-up,
+where `step` is the mean of the timed steps, `validation` one validation plus the checkpoints written
+after it, k the steps between validations (the last step gets one too), and `start-up` what the
+warm-up steps took beyond their share of `step` (Trainer set-up, first batches, compilation), which
+the run pays again. Preparing the data before and the export after are outside the budget.
+
+config.yaml records the chosen `trainer.max_steps` with `trainer.max_epochs: -1` and `budget_minutes:
+null`: that config repeats the run bit for bit, without calibrating. A resumed run keeps the steps of
+the config.yaml of the run it resumes. `trainer.max_steps` or `trainer.max_epochs` on the command line
+beside `budget_minutes` is refused; the values of a recipe are replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from copy import deepcopy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import CheckpointError, ConfigError
+
+log = logging.getLogger("bertlab")
+WARMUP_STEPS, TIMED_STEPS = 5, 20
+LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
+clock = time.perf_counter  # tests put a fake clock here
+
+
+@dataclass(frozen=True)
+class Calibration:
+    step_seconds: float          # one optimizer step, the mean of the timed steps
+    startup_seconds: float       # what the warm-up steps took beyond WARMUP_STEPS × step_seconds
+    validation_seconds: float    # one validation and the checkpoints written after it
+    steps_per_validation: float  # inf: the run validates only after its last step
+    elapsed_seconds: float       # the calibration as a whole
+
+
+def check_overrides(config: DictConfig, overridden: list[str]) -> None:
+    """The budget chooses the length of training: the command line cannot choose it too."""
+    if config.budget_minutes is None:
+        return
+    for key in overridden:
+        if key in LENGTH_KEYS:
+            raise ConfigError(f"{key}={OmegaConf.select(config, key)} and budget_minutes={config.budget_minutes}: "
+                              f"the budget chooses trainer.max_steps itself; drop one of the two")
+
+
+def recorded_length(checkpoint: Path) -> tuple[int, int]:
+    """(max_steps, max_epochs) of the run `checkpoint` belongs to, from its config.yaml."""
+    path = checkpoint.parent.parent / "config.yaml"
+    try:
+        trainer = OmegaConf.load(path).trainer
+        return int(trainer.max_steps), int(trainer.max_epochs)
+    except Exception:
+        raise CheckpointError(f"budget_minutes with resume: {path}, which records the steps the budget chose, is "
+                              f"missing or has no trainer.max_steps; resume with trainer.max_steps=N instead of "
+                              f"budget_minutes") from None
+
+
+def fix_length(cfg: DictConfig, trainer: L.Trainer, module: L.LightningModule, datamodule: L.LightningDataModule,
+               run_dir: Path, checkpoint: str | None) -> None:
+    """Sets `trainer.max_steps` (and `max_epochs: -1`) of `cfg` and `trainer` from `cfg.budget_minutes`:
+    calibrated, or on resume the values of the resumed run; `cfg.budget_minutes` becomes null."""
+    minutes = cfg.budget_minutes
+    if checkpoint is not None:
+        steps, epochs = recorded_length(Path(checkpoint))
+        log.info("budget_minutes=%g: resuming, keeping trainer.max_steps=%d of the resumed run", minutes, steps)
+    else:
+        calibration = calibrate(cfg, module, datamodule, run_dir)
+        left = minutes * 60 - calibration.elapsed_seconds - calibration.startup_seconds
+        steps, epochs = affordable_steps(left, calibration), -1
+        if steps < 1:
+            raise ConfigError(f"budget_minutes={minutes}: too short to train after the calibration, which took "
+                              f"{calibration.elapsed_seconds:.3g} s of {minutes * 60:.3g} s "
+                              f"({calibration.step_seconds:.3g} s per step); raise budget_minutes")
+        every = calibration.steps_per_validation
+        log.info("budget_minutes=%g: trainer.max_steps=%d at %.3g steps/s measured (calibration %.1f s, start-up "
+                 "%.1f s, %.1f s per validation and its checkpoints, %s)", minutes, steps, 1 / calibration.step_seconds,
+                 calibration.elapsed_seconds, calibration.startup_seconds, calibration.validation_seconds,
+                 f"every {every:g} steps" if math.isfinite(every) else "after the last step")
+    cfg.trainer.max_steps, cfg.trainer.max_epochs, cfg.budget_minutes = steps, epochs, None
+    # _FitLoop.max_steps has no setter; Lightning's own tuner sets the epoch loop's.
+    trainer.fit_loop.epoch_loop.max_steps, trainer.fit_loop.max_epochs = steps, epochs
+
+
+def affordable_steps(seconds: float, calibration: Calibration) -> int:
+    """The most steps S with S·step + ⌈S/k⌉·validation ≤ `seconds` (see the module's docstring)."""
+    step, validation, k = calibration.step_seconds, calibration.validation_seconds, calibration.steps_per_validation
+
+    def cost(steps: int) -> float:
+        return steps * step + (math.ceil(steps / k) if math.isfinite(k) else 1) * validation
+
+    steps = max(0, math.floor(seconds / (step + validation / k)))  # no fewer than the answer
+    while steps > 0 and cost(steps) > seconds:
+        steps -= 1
+    return steps
+
+
+def calibrate(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule,
+              run_dir: Path) -> Calibration:
+    """Times a throwaway copy of `module` training on `datamodule` (see the module's docstring)."""
+    started = clock()
+    with tempfile.TemporaryDirectory(prefix=".budget-", dir=run_dir) as scratch, random_state_kept():
+        timer = CalibrationClock(WARMUP_STEPS, WARMUP_STEPS + TIMED_STEPS, Path(scratch) / "calibration.ckpt")
+        probe = instantiate(cfg.trainer, max_steps=WARMUP_STEPS + TIMED_STEPS, max_epochs=-1, callbacks=[timer],
+                            logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                            enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=scratch)
+        probe.fit(independent_copy(module), datamodule=datamodule)
+        (warm, warm_validating), (timed, timed_validating) = timer.marks
+        step = ((timed - timed_validating) - (warm - warm_validating)) / TIMED_STEPS
+        checkpoint = OmegaConf.select(cfg, "callbacks.checkpoint")
+        checkpoint_writes = 0 if checkpoint is None else 1 + bool(checkpoint.get("save_last"))
+        validates = timer.validation_seconds is not None
+        calibration = Calibration(
+            step_seconds=step,
+            startup_seconds=max(0.0, warm - warm_validating - started - WARMUP_STEPS * step),
+            validation_seconds=(timer.validation_seconds or 0.0) + checkpoint_writes * timer.checkpoint_seconds,
+            steps_per_validation=(probe.val_check_batch * (probe.check_val_every_n_epoch or 1)
+                                  / probe.accumulate_grad_batches) if validates else math.inf,
+            elapsed_seconds=clock() - started)
+        return probe.strategy.broadcast(calibration)  # every process trains the steps of the first
+
+
+class CalibrationClock(L.Callback):
+    """Reads `clock` after the warm-up steps and after the last step (with the time spent validating
+    so far, left out of the steps), times one checkpoint write, then asks the loop to stop, which
+    Lightning answers with a validation, timed too."""
+
+    def __init__(self, warmup_steps: int, last_step: int, checkpoint_path: Path):
+        self.mark_steps = (warmup_steps, last_step)
+        self.checkpoint_path = checkpoint_path
+        self.marks: list[tuple[float, float]] = []  # (clock, seconds validating until then) per mark
+        self.validating = 0.0
+        self.validation_seconds: float | None = None  # the latest validation; None: none ran
+        self.checkpoint_seconds = 0.0
+        self._validation_started = 0.0
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if len(self.marks) == len(self.mark_steps) or trainer.global_step < self.mark_steps[len(self.marks)]:
+            return
+        self.marks.append((now(pl_module), self.validating))
+        if len(self.marks) == len(self.mark_steps):
+            started = now(pl_module)
+            trainer.save_checkpoint(self.checkpoint_path)
+            self.checkpoint_seconds = now(pl_module) - started
+            trainer.should_stop = True
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._validation_started = now(pl_module)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.validation_seconds = now(pl_module) - self._validation_started
+        self.validating += self.validation_seconds
+
+
+def now(module: L.LightningModule) -> float:
+    """`clock` once the device has done the work queued so far."""
+    if module.device.type == "cuda":
+        torch.cuda.synchronize(module.device)
+    return clock()
+
+
+def independent_copy(module: L.LightningModule) -> L.LightningModule:
+    """A deep copy with its own weights, compiled where `module` is: a copy drops `nn.Module.compile`'s
+    compiled call."""
+    copy = deepcopy(module)
+    for original, copied in zip(module.modules(), copy.modules()):
+        if original._compiled_call_impl is not None:
+            copied.compile()
+    return copy
+
+
+@contextmanager
+def random_state_kept() -> Iterator[None]:
+    """Python's, NumPy's and torch's global generators are put back as they were."""
+    python, numpy, cpu = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
