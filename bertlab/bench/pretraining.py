@@ -16,10 +16,10 @@ import transformers
 from torch.utils.data import DataLoader
 
 from bertlab.bench.clock import Measurement, interleave
-from bertlab.bench.flops import expected_masked_positions, mlm_training_flops
 from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
 from bertlab.config import BertConfig
+from bertlab.flops import expected_masked_positions, mlm_training_flops
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.training.app import model_preset
 

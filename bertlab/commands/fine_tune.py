@@ -12,11 +12,13 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.metrics import best_point, read_metrics, series
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import special_token_ids
 from bertlab.training.app import launch
 from bertlab.training.fit import fit
 from bertlab.training.model_group import check_vocabulary, init_from_overrides, model_config
+from bertlab.training.run_folder import is_rank_zero
 
 
 def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> BertForSequenceClassification:
@@ -50,7 +52,10 @@ def check_init_from(cfg: DictConfig) -> None:
                           "checkpoint folder), or start from a checkpoint with model.init_from=…")
 
 
-def fine_tune(cfg: DictConfig) -> None:
+def fine_tune(cfg: DictConfig) -> float | None:
+    """Fits and exports the classifier; returns the best value of `monitor`, the objective a sweeper
+    such as Optuna (hydra/sweeper=optuna) optimises (None in the processes other than the first, which
+    write no metrics)."""
     check_init_from(cfg)
 
     def prepare():
@@ -61,7 +66,10 @@ def fine_tune(cfg: DictConfig) -> None:
             model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
         return module, datamodule
 
-    fit(cfg, prepare, export_weights="best", monitor=cfg.monitor, monitor_mode=cfg.monitor_mode)
+    run_dir = fit(cfg, prepare, export_weights="best", monitor=cfg.monitor, monitor_mode=cfg.monitor_mode)
+    if not is_rank_zero():
+        return None
+    return best_point(series(read_metrics(run_dir), cfg.monitor), cfg.monitor_mode, cfg.monitor)[1]
 
 
 def main(argv: list[str], prog: str) -> None:

@@ -249,8 +249,19 @@ def _tokens(batch: dict[str, torch.Tensor]) -> int:
 
 
 class TokenThroughputMonitor(ThroughputMonitor):
-    """Lightning's ThroughputMonitor for bertlab's dict batches: logs train/samples_per_sec
-    (sequences) and train/items_per_sec (tokens, padding included), plus per-device variants."""
+    """Lightning's ThroughputMonitor for bertlab's dict batches: logs train/device/samples_per_sec
+    (sequences), train/device/items_per_sec (tokens, padding included), train/device/flops_per_sec
+    (the module's `flops_per_batch`, bertlab.lit.model_flops) and train/device/mfu, those FLOP/s over
+    the device's peak: `peak_flops` (FLOP/s of one device), else Lightning's table of GPUs for the
+    training precision (no peak on CPU: no MFU)."""
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, peak_flops: float | None = None, **kwargs: Any):
         super().__init__(batch_size_fn=_sequences, length_fn=_tokens, **kwargs)
+        self.peak_flops = peak_flops
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        if self.peak_flops is not None:
+            self.available_flops = self.peak_flops
+            for throughput in self._throughputs.values():  # made in super().setup with the device's peak
+                throughput.available_flops = self.peak_flops

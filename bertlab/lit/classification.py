@@ -14,6 +14,8 @@ from torchmetrics.classification import (BinaryF1Score, MulticlassAccuracy, Mult
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
+from bertlab.flops import classification_forward_flops
+from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import BertForSequenceClassification
 
@@ -41,7 +43,7 @@ def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str]) -> None:
             parameter.requires_grad_(False)
 
 
-class ClassificationModule(ClipsWithFusedOptimizers):
+class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).
     `optimizer` and `scheduler` are Hydra partials (see bertlab.lit.optim); `layerwise_lr_decay`
@@ -75,7 +77,11 @@ class ClassificationModule(ClipsWithFusedOptimizers):
         self.regression = model.config.num_labels == 1
         self.val_metrics = validation_metrics(model.config)
 
+    def forward_flops(self, batch_size: int, length: int) -> float:
+        return classification_forward_flops(self.model.config, batch_size, length)
+
     def _forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor | None = None):
+        self.count_batch(batch)
         return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                           token_type_ids=batch.get("token_type_ids"), labels=labels)
 

@@ -17,14 +17,16 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
+from bertlab.flops import expected_masked_positions, mlm_forward_flops
 from bertlab.lit.masking import mask_tokens, masking_generator
+from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 
 
-class PretrainingModule(ClipsWithFusedOptimizers):
+class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 
     `config`: the model's BertConfig (or its dict, as stored in checkpoints). `optimizer` and
@@ -85,7 +87,14 @@ class PretrainingModule(ClipsWithFusedOptimizers):
         with torch.no_grad():
             self.model.cls.predictions.bias.copy_(log_frequencies)
 
+    def forward_flops(self, batch_size: int, length: int) -> float:
+        # The expected number of masked positions ([CLS] and [SEP] are never masked): counting them
+        # would wait for the device. NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
+        predicted = expected_masked_positions(batch_size, length - 2, self.hparams.mlm_probability)
+        return mlm_forward_flops(self.model.config, batch_size, length, predicted)
+
     def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator, return_logits: bool):
+        self.count_batch(batch)
         input_ids, labels = mask_tokens(
             batch["input_ids"], batch["special_tokens_mask"], vocab_size=self.model.config.vocab_size,
             mask_token_id=self.hparams.mask_token_id, generator=generator,

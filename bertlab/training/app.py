@@ -26,13 +26,16 @@ import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.training import schema
-from bertlab.training.preflight import Stop, check_output_folder, format_value, launch_state
+from bertlab.training.extras import missing_plugin_message
+from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
+                                       raise_job_refusal)
 from bertlab.training.run_folder import is_rank_zero
 
 CONFIG_MODULE = "bertlab.conf"
@@ -76,11 +79,20 @@ RESOLVERS = {"local_or_hub": local_or_hub, "model_path_from_package": model_path
              "fast_cpu_precision": fast_cpu_precision}
 
 
-def register_configs() -> None:
-    """Resolvers, the structured schemas and the recipes, once per process."""
+def register_resolvers() -> None:
     for name, resolver in RESOLVERS.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, resolver)
+
+
+# At import too: a job of a sweep that a launcher such as submitit runs in a process of its own
+# imports this module (through its task function) before its config is resolved, and never `launch`es.
+register_resolvers()
+
+
+def register_configs() -> None:
+    """Resolvers, the structured schemas and the recipes, once per process."""
+    register_resolvers()
     store = ConfigStore.instance()
     schema.register(store)
     for entry in importlib.resources.files("bertlab.recipes").iterdir():
@@ -116,8 +128,11 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
     def hydra_main(cfg: DictConfig) -> object:
         sys.argv = command_line  # what Lightning's DDP launcher re-runs for the other ranks
         try:
+            raise_job_refusal()
             return task(cfg)
         except Exception as error:
+            if not jobs_run_here(HydraConfig.get()):
+                raise  # into the job's result, which the launching process reads and reports
             raise Stop(error) from None
 
     sys.argv = [prog.replace(" ", "-"), *argv]  # Hydra reads its arguments from sys.argv
@@ -199,6 +214,8 @@ def config_message(cause: BaseException, error: BaseException) -> str:
     if isinstance(cause, OverrideParseException):
         return f"cannot parse the command line: {one_line(cause)}"
     if isinstance(cause, MissingConfigException):
+        if plugin_missing := missing_plugin_message(cause.missing_cfg_file or ""):
+            return plugin_missing
         group, _, name = (cause.missing_cfg_file or "").rpartition("/")
         if cause.options is not None and group:
             what = "recipe" if group == "recipe" else f"{group} config"

@@ -1,18 +1,22 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
-every value is inside its range (bertlab.training.ranges), overridden values fit the arguments of
-their `_target_`, the model config is valid and fits in memory, `model.init_from` is not combined
-with an architecture override, nor `budget_minutes` with a length of training, the output folder can
-be created and holds no other run, and a checkpoint to resume belongs to this command, task and model
-(and, with a budget, its run recorded the steps the budget chose). Hydra's own schema checks
-(bertlab.training.schema) have already run during composition.
+the packages of its loggers are installed (bertlab.training.extras), every value is inside its range
+(bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
+is valid and fits in memory, `model.init_from` is not combined with an architecture override, nor
+`budget_minutes` with a length of training, the output folder can be created and holds no other run,
+and a checkpoint to resume belongs to this command, task and model (and, with a budget, its run
+recorded the steps the budget chose). Hydra's own schema checks (bertlab.training.schema) have
+already run during composition.
 
 Hydra calls `Preflight` before it creates the run (or sweep) folder. Hydra turns an Exception raised
 in a callback into a warning, so a refusal travels out inside `Stop`, which
-`bertlab.training.app.launch` reports.
+`bertlab.training.app.launch` reports. A job that a launcher such as submitit runs in a process of
+its own raises its refusal as the job's error instead, which comes back to the launching process
+inside the job's result.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
@@ -29,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
-from bertlab.training import budget, run_folder
+from bertlab.training import budget, extras, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.schema import ModelSchema
@@ -39,6 +43,7 @@ from bertlab.training.schema import ModelSchema
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
 class Stop(BaseException):
@@ -52,12 +57,14 @@ class Stop(BaseException):
 
 @dataclass
 class LaunchState:
-    """What the callbacks saw of this launch, for cleaning up after a refused sweep."""
+    """What the callbacks saw of this launch, for cleaning up after a refused sweep; in a job that runs
+    in a process of its own, the refusal the job raises."""
     sweep_folder_created: Path | None = None
     job_started: bool = False
+    job_refusal: BertlabError | None = None
 
     def reset(self) -> None:
-        self.sweep_folder_created, self.job_started = None, False
+        self.sweep_folder_created, self.job_started, self.job_refusal = None, False, None
 
 
 launch_state = LaunchState()
@@ -72,20 +79,42 @@ class Preflight(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         folder = Path(config.hydra.sweep.dir)
         refusing(lambda: (check(config, None), check_output_folder(folder)))
-        if not folder.exists():
+        if not folder.exists() and jobs_run_here(config.hydra):  # jobs elsewhere start unseen: keep their folder
             launch_state.sweep_folder_created = folder
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.hydra.mode.name == "MULTIRUN":  # a run was checked in on_run_start
-            refusing(lambda: check(config, config.hydra.runtime.output_dir))
+            checks = functools.partial(check, config, config.hydra.runtime.output_dir)
+            if jobs_run_here(config.hydra):
+                refusing(checks)
+            else:  # a Stop would end the job's process without a result: the job raises the refusal instead
+                launch_state.job_refusal = refusal(checks)
         launch_state.job_started = True
 
 
-def refusing(checks: Callable[[], object]) -> None:
+def jobs_run_here(hydra: DictConfig) -> bool:
+    """Whether the jobs run in the launching process (Hydra's basic launcher), rather than in processes
+    of their own (submitit), whose errors come back only as the job's result."""
+    return hydra.launcher._target_ == BASIC_LAUNCHER
+
+
+def raise_job_refusal() -> None:
+    """In a job that runs in a process of its own, the refusal of its checks, as the job's own error."""
+    if launch_state.job_refusal is not None:
+        raise launch_state.job_refusal
+
+
+def refusal(checks: Callable[[], object]) -> BertlabError | None:
     try:
         checks()
     except BertlabError as error:
-        raise Stop(error) from None
+        return error
+    return None
+
+
+def refusing(checks: Callable[[], object]) -> None:
+    if (error := refusal(checks)) is not None:
+        raise Stop(error)
 
 
 def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:
@@ -94,6 +123,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     command = config.hydra.job.config_name.replace("_", "-")
     if config.get("command", command) != command:
         raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
+    extras.check_logger_packages(config)
     unknown = sorted(set(config.model) - set(ModelSchema.__dataclass_fields__))
     if unknown:
         raise ConfigError(f"unknown config key 'model.{unknown[0]}'; the model group takes the fields of "

@@ -76,6 +76,7 @@ RULES: dict[str, str | tuple] = {
     "callbacks.checkpoint.save_top_k": "[-1, inf)",
     "callbacks.progress_bar.refresh_rate": NON_NEGATIVE,
     "callbacks.throughput.window_size": "[2, inf)",
+    "callbacks.throughput.peak_flops": POSITIVE,
     "callbacks.finite_loss.check_every_n_steps": COUNT,
 }
 

@@ -36,7 +36,8 @@ def final_metrics(run_dir: Path) -> dict[str, float]:
 
 
 def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
-    # Hydra's jobs are sweep_dir/<number>; a GLUE suite's are sweep_dir/<task>/seed_<n>
+    # Hydra's jobs are sweep_dir/<number>; a GLUE suite's are sweep_dir/<task>/seed_<n>; an Optuna
+    # study's (recipes/sst2_optuna.yaml) sweep_dir/<launch time>/<number>, every launch of the study
     runs = sorted((path.parent for path in [*sweep_dir.glob("*/metrics.csv"), *sweep_dir.glob("*/*/metrics.csv")]),
                   key=lambda run: job_order(run.relative_to(sweep_dir)))
     if not runs:
@@ -48,9 +49,9 @@ def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
     return rows, metrics
 
 
-def job_order(job: Path) -> tuple[int, str]:
-    """Hydra numbers a sweep's jobs 0, 1, …: job 10 comes after job 9."""
-    return (int(job.name), "") if job.name.isdigit() else (-1, str(job))
+def job_order(job: Path) -> tuple[str, int, str]:
+    """Hydra numbers a sweep's jobs 0, 1, …: job 10 comes after job 9 (within their folder)."""
+    return str(job.parent), (int(job.name) if job.name.isdigit() else -1), job.name
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""The benchmark's machinery: FLOP counts, interleaved timing, ratios, and a tiny run of the command."""
+"""The benchmark's machinery: interleaved timing, ratios, and a tiny run of the command (its FLOP
+counts: tests/core/test_flops.py)."""
 
 from __future__ import annotations
 
@@ -7,39 +8,13 @@ import json
 import pandas as pd
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from bertlab.bench.clock import Timing, interleave
-from bertlab.bench.flops import encoder_forward_flops, expected_masked_positions, mlm_training_flops
 from bertlab.bench.report import Result, add_ratios
 from bertlab.commands import bench
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM
-
-TINY = BertConfig(vocab_size=10, hidden_size=4, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
-
-
-def test_flops_of_a_tiny_config_match_a_hand_count():
-    # B=2, L=8 (16 tokens), H=4, I=8, one layer, V=10, 3 predicted positions:
-    #   projections 2·16·(4·4² + 2·4·8) = 32·128 = 4096; attention 2·2·2·8²·4 = 2048
-    #   head: transform 2·3·4² = 96, decoder 2·3·4·10 = 240; step = 3 × (4096 + 2048 + 96 + 240)
-    assert encoder_forward_flops(TINY, batch_size=2, length=8) == 6144
-    assert mlm_training_flops(TINY, batch_size=2, length=8, predicted=3) == 3 * 6480
-    assert expected_masked_positions(batch_size=2, maskable_per_row=10) == pytest.approx(3.0)
-
-
-@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
-def test_flops_match_torch_flop_counter_on_a_training_step(attn_implementation):
-    config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=16, attn_implementation=attn_implementation)
-    model = BertForMaskedLM(config).train()
-    input_ids = torch.randint(5, 50, (3, 10), generator=torch.Generator().manual_seed(0))
-    labels = torch.full_like(input_ids, IGNORE_INDEX)
-    labels[0, 2], labels[1, 5], labels[2, 1:4] = 7, 9, 3  # 5 predicted positions
-    with FlopCounterMode(display=False) as counter:
-        model(input_ids, torch.ones_like(input_ids), labels=labels).loss.backward()
-    assert counter.get_total_flops() == mlm_training_flops(config, batch_size=3, length=10, predicted=5)
 
 
 def test_interleave_takes_turns_and_keeps_each_systems_times():

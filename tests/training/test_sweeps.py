@@ -69,3 +69,62 @@ def test_a_seed_sweep_writes_its_summary_when_it_ends(tiny_data_dir, tmp_path, c
     assert {"val/accuracy", "val/f1", "val/loss", "val/mcc"} <= set(rows[0])
     assert rows[0]["val/loss"] != rows[1]["val/loss"]  # the seeds made a difference
     assert "| mean ± std |" in (sweep / "summary.md").read_text()
+
+
+TINY_JOBS = ["data.limit_train_samples=32", "data.limit_eval_samples=16", "trainer.max_steps=4",
+             "trainer.val_check_interval=2", "callbacks.artifacts=null"]
+
+
+@pytest.mark.slow
+def test_an_optuna_study_rerun_goes_on_from_its_trials(tiny_data_dir, tmp_path, capsys):
+    import optuna
+
+    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
+    study_dir = tmp_path / "study"
+
+    def launch(trials: int) -> list[dict[str, str]]:
+        outcome = run_in_process(fine_tuning(
+            tiny_data_dir, tokenizer, tmp_path / "unused", "recipe=sst2_optuna", "-m", f"hydra.sweep.dir={study_dir}",
+            f"hydra.sweeper.n_trials={trials}", *TINY_JOBS), capsys)
+        assert outcome.code == 0, outcome.err
+        return read_table(study_dir / "summary.csv")
+
+    def study() -> optuna.Study:
+        return optuna.load_study(study_name="lr_batch_epochs", storage=f"sqlite:///{study_dir / 'study.db'}")
+
+    first = launch(2)
+    assert [trial.state.name for trial in study().trials] == ["COMPLETE"] * 2
+    assert study().direction.name == "MAXIMIZE"  # the recipe's monitor, val/accuracy, is best at its max
+    # Each trial's value is its best validation accuracy, and its overrides are the values Optuna chose.
+    assert [trial.value for trial in study().trials] == [float(row["val/accuracy"]) for row in first[:2]]
+    assert all("optimizer.lr=" in row["overrides"] and "trainer.max_epochs=" in row["overrides"] for row in first[:2])
+    rows = launch(1)
+    assert len(study().trials) == 3
+    runs = [row["run"] for row in rows[:-2]]  # the summary covers the whole study: both launches
+    assert len(runs) == 3 and runs[:2] == [row["run"] for row in first[:2]] and runs[2].endswith("/0")
+
+
+@pytest.mark.slow
+def test_a_submitit_sweep_writes_its_summary(tiny_data_dir, tmp_path, capsys):
+    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
+    sweep = tmp_path / "sweep"
+    outcome = run_in_process(fine_tuning(
+        tiny_data_dir, tokenizer, tmp_path / "unused", "-m", "seed=1,2", "hydra/launcher=submitit_local",
+        f"hydra.sweep.dir={sweep}", *TINY_JOBS), capsys)
+    assert outcome.code == 0, outcome.err
+    rows = read_table(sweep / "summary.csv")
+    assert [(row["run"], row["overrides"]) for row in rows] == [("0", "seed=1"), ("1", "seed=2"), ("mean", ""),
+                                                                ("std", "")]
+    assert list((sweep / ".submitit").glob("*/*_result.pkl"))  # the jobs ran in processes of submitit's
+
+
+@pytest.mark.slow
+def test_a_job_refused_in_a_submitit_sweep_is_one_line_and_keeps_the_others(tiny_data_dir, tmp_path, capsys):
+    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
+    sweep = tmp_path / "sweep"
+    outcome = run_in_process(fine_tuning(
+        tiny_data_dir, tokenizer, tmp_path / "unused", "-m", "seed=1,-1", "hydra/launcher=submitit_local",
+        f"hydra.sweep.dir={sweep}", *TINY_JOBS), capsys)
+    assert outcome.code == 1
+    assert outcome.error_lines[-1] == "bertlab: error: seed=-1: must be in [0, 4294967295]"
+    assert (sweep / "0" / "metrics.csv").is_file()  # the job that ran keeps its results

@@ -1,4 +1,5 @@
-"""Analytic FLOP counts (a multiply-add = 2 FLOPs) of BERT's matrix multiplications.
+"""Analytic FLOP counts (a multiply-add = 2 FLOPs) of BERT's matrix multiplications, for the model
+FLOPs utilisation (MFU) of training runs and of the benchmark.
 
 Embeddings are lookups and elementwise work (LayerNorm, GELU, softmax) is left out, as in the usual
 model-FLOPs utilisation convention; the backward pass costs twice the forward.
@@ -7,6 +8,8 @@ model-FLOPs utilisation convention; the backward pass costs twice the forward.
 from __future__ import annotations
 
 from bertlab.config import BertConfig
+
+TRAINING_PER_FORWARD = 3  # a training step: the forward, and a backward of twice its FLOPs
 
 
 def encoder_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:
@@ -26,9 +29,19 @@ def mlm_head_forward_flops(config: BertConfig, predicted: float) -> float:
     return 2 * predicted * hidden**2 + 2 * predicted * hidden * config.vocab_size
 
 
+def mlm_forward_flops(config: BertConfig, batch_size: int, length: int, predicted: float) -> float:
+    return encoder_forward_flops(config, batch_size, length) + mlm_head_forward_flops(config, predicted)
+
+
 def mlm_training_flops(config: BertConfig, batch_size: int, length: int, predicted: float) -> float:
     """One MLM training step: 3 × (encoder + head) forward."""
-    return 3 * (encoder_forward_flops(config, batch_size, length) + mlm_head_forward_flops(config, predicted))
+    return TRAINING_PER_FORWARD * mlm_forward_flops(config, batch_size, length, predicted)
+
+
+def classification_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:
+    """The encoder, then the pooler (H×H) and the classifier (H×labels) on each sequence's [CLS]."""
+    hidden = config.hidden_size
+    return encoder_forward_flops(config, batch_size, length) + 2 * batch_size * hidden * (hidden + config.num_labels)
 
 
 def expected_masked_positions(batch_size: int, maskable_per_row: int, mlm_probability: float = 0.15) -> float:
