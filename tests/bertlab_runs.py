@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,27 +58,42 @@ class Outcome:
         return [line for line in self.err.splitlines() if line.strip()]
 
 
+@contextmanager
+def logging_put_back():
+    """Afterwards the root logger has its handlers again and every logger its level: runs in this process
+    (Hydra's handlers, `bench` quieting libraries) must not change what the next test logs."""
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    levels = {name: logger.level for name, logger in [("", root), *logging.Logger.manager.loggerDict.items()]
+              if isinstance(logger, logging.Logger)}
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        for name, logger in logging.Logger.manager.loggerDict.items():
+            if isinstance(logger, logging.Logger):
+                logger.setLevel(levels.get(name, logging.NOTSET))
+        root.setLevel(levels[""])
+
+
 def run_in_process(argv: list[str], capsys: pytest.CaptureFixture | None = None) -> Outcome:
     """`python -m bertlab ARGV` in this process; the global state a run changes (deterministic
-    algorithms, logging handlers Hydra installs) is put back afterwards. Without `capsys` (in
-    module-scoped fixtures) the output stays in pytest's captured output, shown when a test fails."""
+    algorithms, logging) is put back afterwards. Without `capsys` (in module-scoped fixtures) the
+    output stays in pytest's captured output, shown when a test fails."""
     deterministic = torch.are_deterministic_algorithms_enabled()
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
     if capsys is not None:
         capsys.readouterr()
     try:
-        cli.main(argv)
+        with logging_put_back():
+            cli.main(argv)
         code = 0
     except SystemExit as exit:
         code = exit.code if isinstance(exit.code, int) else 1
     finally:
         torch.use_deterministic_algorithms(deterministic)
-        for handler in root.handlers:
-            if handler not in handlers:
-                handler.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
     if capsys is None:
         return Outcome(code, "", "(in pytest's captured output)")
     captured = capsys.readouterr()

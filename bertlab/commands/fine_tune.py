@@ -55,7 +55,7 @@ def check_init_from(cfg: DictConfig) -> None:
 def fine_tune(cfg: DictConfig) -> float | None:
     """Fits and exports the classifier; returns the best value of `monitor`, the objective a sweeper
     such as Optuna (hydra/sweeper=optuna) optimises (None in the processes other than the first, which
-    write no metrics)."""
+    write no metrics, and in runs that never validate)."""
     check_init_from(cfg)
 
     def prepare():
@@ -67,9 +67,10 @@ def fine_tune(cfg: DictConfig) -> float | None:
         return module, datamodule
 
     run_dir = fit(cfg, prepare, export_weights="best", monitor=cfg.monitor, monitor_mode=cfg.monitor_mode)
-    if not is_rank_zero():
+    metrics = read_metrics(run_dir)
+    if not is_rank_zero() or cfg.monitor not in metrics:  # no validation ran: there is nothing to return
         return None
-    return best_point(series(read_metrics(run_dir), cfg.monitor), cfg.monitor_mode, cfg.monitor)[1]
+    return best_point(series(metrics, cfg.monitor), cfg.monitor_mode, cfg.monitor)[1]
 
 
 def main(argv: list[str], prog: str) -> None:

@@ -154,6 +154,15 @@ def paired(ours: dict, reference: dict) -> dict[str, tuple[torch.Tensor, torch.T
     return {name: (ours[name], reference[name]) for name in ours}
 
 
+def count_sdpa_calls(monkeypatch) -> list:
+    """A list that grows by one each time F.scaled_dot_product_attention is called."""
+    calls = []
+    sdpa_function = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention",
+                        lambda *args, **kwargs: calls.append(1) or sdpa_function(*args, **kwargs))
+    return calls
+
+
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 @pytest.mark.parametrize("class_name", CLASSES)
 def test_bertlab_checkpoint_loads_in_transformers_with_identical_outputs(
@@ -213,10 +222,7 @@ def test_relative_positions_through_sdpa_match_eager_including_gradients(
     eager.load_state_dict(sdpa.state_dict())
     batch = padded_pair_batch(seed=9)
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    calls = []
-    sdpa_function = F.scaled_dot_product_attention
-    monkeypatch.setattr(F, "scaled_dot_product_attention",
-                        lambda *args, **kwargs: calls.append(1) or sdpa_function(*args, **kwargs))
+    calls = count_sdpa_calls(monkeypatch)
     losses = [model(**inputs, labels=batch["mlm_labels"]).loss for model in (sdpa, eager)]
     assert len(calls) == config.num_hidden_layers  # the sdpa model used it in every layer, eager never
     for loss in losses:
@@ -290,10 +296,7 @@ def test_head_mask_matches_transformers(tmp_path, parity_rows, monkeypatch, clas
     reference = getattr(transformers, class_name).from_pretrained(tmp_path, attn_implementation="eager").eval()
     batch = padded_pair_batch(seed=13)
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    calls = []
-    sdpa_function = F.scaled_dot_product_attention
-    monkeypatch.setattr(F, "scaled_dot_product_attention",
-                        lambda *args, **kwargs: calls.append(1) or sdpa_function(*args, **kwargs))
+    calls = count_sdpa_calls(monkeypatch)
     pairs = {}
     for mask_name, head_mask in HEAD_MASKS.items():
         expected = masked_outputs(reference, class_name, inputs, head_mask, mask_name)

@@ -15,6 +15,7 @@ from bertlab.commands import bench
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM
+from tests.bertlab_runs import logging_put_back
 
 
 def test_interleave_takes_turns_and_keeps_each_systems_times():
@@ -63,9 +64,10 @@ def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys
         pd.DataFrame({"idx": range(16), "sentence": sentences, "label": [1, 0, 0, 1] * 4}).to_parquet(
             sst2 / f"{split}.parquet")
     output = tmp_path / "bench"
-    bench.main(["--sizes", "bert_tiny", "--precisions", "fp32", "--batch-size", "2", "--length", "16",
-                "--repeats", "1", "--steps", "1", "--fine-tune-steps", "1", "--inference-sentences", "4",
-                "--data-dir", str(tmp_path / "data"), "--output", str(output)], prog="bertlab bench")
+    with logging_put_back():
+        bench.main(["--sizes", "bert_tiny", "--precisions", "fp32", "--batch-size", "2", "--length", "16",
+                    "--repeats", "1", "--steps", "1", "--fine-tune-steps", "1", "--inference-sentences", "4",
+                    "--data-dir", str(tmp_path / "data"), "--output", str(output)], prog="bertlab bench")
 
     report = json.loads((output / "results.json").read_text())
     systems = {(row["section"], row["system"]) for row in report["results"]}

@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from tests.bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
 
@@ -95,22 +96,30 @@ def test_an_optuna_study_rerun_goes_on_from_its_trials(tiny_data_dir, tmp_path, 
     first = launch(2)
     assert [trial.state.name for trial in study().trials] == ["COMPLETE"] * 2
     assert study().direction.name == "MAXIMIZE"  # the recipe's monitor, val/accuracy, is best at its max
-    # Each trial's value is its best validation accuracy, and its overrides are the values Optuna chose.
+    # Each trial's value is its best validation accuracy, and its run used the values Optuna chose
+    # (data.batch_size is fixed on the command line, so Optuna does not choose it).
     assert [trial.value for trial in study().trials] == [float(row["val/accuracy"]) for row in first[:2]]
-    assert all("optimizer.lr=" in row["overrides"] and "trainer.max_epochs=" in row["overrides"] for row in first[:2])
+    for trial, row in zip(study().trials, first[:2]):
+        config = OmegaConf.load(study_dir / row["run"] / "config.yaml")
+        assert trial.params == {"optimizer.lr": config.optimizer.lr, "trainer.max_epochs": config.trainer.max_epochs}
     rows = launch(1)
     assert len(study().trials) == 3
     runs = [row["run"] for row in rows[:-2]]  # the summary covers the whole study: both launches
     assert len(runs) == 3 and runs[:2] == [row["run"] for row in first[:2]] and runs[2].endswith("/0")
 
 
+def submitit_sweep(tiny_data_dir, tmp_path, seeds: str, capsys):
+    """A tiny fine-tune sweep over `seeds` through submitit's local launcher, into tmp_path/sweep."""
+    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
+    return run_in_process(fine_tuning(
+        tiny_data_dir, tokenizer, tmp_path / "unused", "-m", seeds, "hydra/launcher=submitit_local",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}", *TINY_JOBS), capsys)
+
+
 @pytest.mark.slow
 def test_a_submitit_sweep_writes_its_summary(tiny_data_dir, tmp_path, capsys):
-    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
     sweep = tmp_path / "sweep"
-    outcome = run_in_process(fine_tuning(
-        tiny_data_dir, tokenizer, tmp_path / "unused", "-m", "seed=1,2", "hydra/launcher=submitit_local",
-        f"hydra.sweep.dir={sweep}", *TINY_JOBS), capsys)
+    outcome = submitit_sweep(tiny_data_dir, tmp_path, "seed=1,2", capsys)
     assert outcome.code == 0, outcome.err
     rows = read_table(sweep / "summary.csv")
     assert [(row["run"], row["overrides"]) for row in rows] == [("0", "seed=1"), ("1", "seed=2"), ("mean", ""),
@@ -120,11 +129,8 @@ def test_a_submitit_sweep_writes_its_summary(tiny_data_dir, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_job_refused_in_a_submitit_sweep_is_one_line_and_keeps_the_others(tiny_data_dir, tmp_path, capsys):
-    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
     sweep = tmp_path / "sweep"
-    outcome = run_in_process(fine_tuning(
-        tiny_data_dir, tokenizer, tmp_path / "unused", "-m", "seed=1,-1", "hydra/launcher=submitit_local",
-        f"hydra.sweep.dir={sweep}", *TINY_JOBS), capsys)
+    outcome = submitit_sweep(tiny_data_dir, tmp_path, "seed=1,-1", capsys)
     assert outcome.code == 1
     assert outcome.error_lines[-1] == "bertlab: error: seed=-1: must be in [0, 4294967295]"
     assert (sweep / "0" / "metrics.csv").is_file()  # the job that ran keeps its results
