@@ -3,7 +3,8 @@
 Texts are tokenized once with the checkpoint's own tokenizer (truncated to `max_seq_length`,
 longest-first for pairs, as Hugging Face does), stored as token ids, and padded per batch.
 Training batches group rows of similar length; evaluation batches are sorted by length, and each
-batch carries `index` (the row in its split) so predictions can be put back in the original order.
+batch carries `index` (the row in its split) so predictions can be put back in the original order,
+and a distillation's teacher outputs looked up (bertlab.lit.distillation).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
-UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits
+UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
 
 _TOKEN_FEATURES = {
     "input_ids": datasets.List(datasets.Value("int32")),
@@ -133,6 +134,12 @@ def collate(rows: Sequence[Mapping[str, Any]], *, pad_token_id: int = 0) -> dict
         labels = np.asarray([row["labels"] for row in rows])
         batch["labels"] = torch.from_numpy(labels.astype(np.float32 if labels.dtype.kind == "f" else np.int64))
     return batch
+
+
+def labelled_rows(labels: torch.Tensor) -> torch.Tensor:
+    """Which rows carry a gold label. Training rows that only a teacher labels (a distillation's
+    transfer examples) hold UNLABELLED, or NaN for regression."""
+    return ~labels.isnan() if labels.is_floating_point() else labels != UNLABELLED
 
 
 def column_values(dataset: datasets.Dataset, column: str) -> np.ndarray:
@@ -277,7 +284,15 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
             num_workers=self.num_workers,
         )
 
-    def _prepare_split(self, split: str) -> datasets.Dataset:
+    def texts(self, split: str) -> tuple[list[str], list[str] | None]:
+        """The texts of a split (and their pairs, None for single sentences) in row order, the order
+        of the batches' `index`: what another tokenizer, a distillation's teacher, reads."""
+        dataset = self._raw_split(split)
+        pairs = list(dataset[self.text_pair_column]) if self.text_pair_column else None
+        return list(dataset[self.text_column]), pairs
+
+    def _raw_split(self, split: str) -> datasets.Dataset:
+        """The split as loaded, cut to its `limit_*_samples`."""
         if self._raw is None:
             self._raw = load_dataset_source(self.source, what="classification dataset")
         if split not in self._raw:
@@ -289,6 +304,10 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         limit = self.limit_train_samples if split == self.train_split else self.limit_eval_samples
         if limit is not None:
             dataset = dataset.select(range(min(limit, len(dataset))))
+        return dataset
+
+    def _prepare_split(self, split: str) -> datasets.Dataset:
+        dataset = self._raw_split(split)
         name = f"split {split!r} of {self.source}"
         labels = self._labels(dataset, split, name)
         return tokenize_dataset(

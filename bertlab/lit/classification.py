@@ -80,10 +80,12 @@ class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     def forward_flops(self, batch_size: int, length: int) -> float:
         return classification_forward_flops(self.model.config, batch_size, length)
 
-    def _forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor | None = None):
+    def _forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor | None = None,
+                 output_hidden_states: bool = False):
         self.count_batch(batch)
         return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                          token_type_ids=batch.get("token_type_ids"), labels=labels)
+                          token_type_ids=batch.get("token_type_ids"), labels=labels,
+                          output_hidden_states=output_hidden_states)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self._forward(batch, batch["labels"]).loss

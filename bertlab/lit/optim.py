@@ -117,16 +117,18 @@ def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float, 
 def configure_optimization(module: L.LightningModule,
                            optimizer_factory: Callable[..., torch.optim.Optimizer] | None,
                            scheduler_factory: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None,
-                           layerwise_lr_decay: float | None = None) -> dict:
-    """What `LightningModule.configure_optimizers` returns: the optimizer over `module.model` and,
-    when configured, the schedule stepped every optimizer step over the Trainer's total steps."""
+                           layerwise_lr_decay: float | None = None, trained: nn.Module | None = None) -> dict:
+    """What `LightningModule.configure_optimizers` returns: the optimizer over `trained` (by default
+    `module.model`) and, when configured, the schedule stepped every optimizer step over the Trainer's
+    total steps."""
     if optimizer_factory is None:
         raise ConfigError(f"{type(module).__name__} was built without an optimizer, so it cannot train; "
                           f"configure one (e.g. _target_: torch.optim.AdamW, _partial_: true, lr: 1e-4)")
     trainer = module.trainer
     # Fused optimizers unscale fp16 gradients themselves, so they cannot be clipped before their step.
     allow_fused = not (trainer.gradient_clip_val and _grad_scaler(trainer) is not None)
-    optimizer = build_optimizer(optimizer_factory, module.model, layerwise_lr_decay, allow_fused)
+    optimizer = build_optimizer(optimizer_factory, module.model if trained is None else trained, layerwise_lr_decay,
+                                allow_fused)
     if scheduler_factory is None:
         return {"optimizer": optimizer}
     scheduler = scheduler_factory(optimizer, total_steps=trainer.estimated_stepping_batches)

@@ -168,7 +168,8 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
         budget.recorded_length(Path(checkpoint))
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
-    saved_task = "PretrainingModule" if "mlm_probability" in saved else "ClassificationModule"
+    saved_task = ("PretrainingModule" if "mlm_probability" in saved else
+                  "DistillationModule" if "teacher" in saved else "ClassificationModule")
     if saved_task != task:
         raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("
                               f"{'train' if saved_task == 'PretrainingModule' else 'fine-tune'}), not by this run's "

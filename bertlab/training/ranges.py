@@ -50,6 +50,9 @@ RULES: dict[str, str | tuple] = {
     "task.random_replace_prob": PROBABILITY,
     "task.dropout": OPEN_PROBABILITY,
     "task.layerwise_lr_decay": "(0, 1]",
+    "task.alpha": PROBABILITY,
+    "task.temperature": POSITIVE,
+    "task.hidden_weight": NON_NEGATIVE,
     # optimizer and schedule
     "optimizer.lr": POSITIVE,
     "optimizer.eps": "(0, 1)",

@@ -1,0 +1,198 @@
+"""The teacher of a distillation (bertlab.lit.distillation): its folder checked against the student's
+task, and its outputs on every training and validation text, computed once and cached.
+
+The teacher reads the texts with its own tokenizer, so it need not share the student's vocabulary:
+what it hands over is per sentence (class logits, the [CLS] hidden state after some of its layers),
+never per token. It runs in eval mode, without gradients, over batches sorted by length, under the
+run's autocast dtype. Its outputs go to a safetensors file in the cache folder named by a hash of all
+they depend on (the teacher's weights, config and tokenizer, the texts, the truncation, the layers
+kept, the device type and dtype), so that a rerun or a resumed run loads them instead of running
+the teacher again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+
+from bertlab.config import CONFIG_NAME, BertConfig
+from bertlab.data.classification import length_sorted_dataloader, tokenize_dataset
+from bertlab.errors import CheckpointError, ConfigError
+from bertlab.hf_format import WEIGHTS_NAME, write_atomically
+from bertlab.model import BertForSequenceClassification
+from bertlab.tokenizer import load_tokenizer, special_token_ids
+
+log = logging.getLogger("bertlab")
+CACHE_FORMAT = 1  # part of the cache key: raise it when the stored tensors change meaning
+PROGRESS_EVERY_SECONDS = 10.0
+REPORT = "teacher.json"
+Texts = tuple[list[str], list[str] | None]  # texts and their pairs (None for single sentences)
+
+
+@dataclass
+class TeacherOutputs:
+    """Per training row (the batches' `index`): `train_logits` [N, num_labels] in float32 and, when
+    layers were asked for, `train_hidden` [N, layers, teacher hidden size], the [CLS] state after each
+    layer, in fp16 (bf16 under bf16 autocast); `validation_logits` per validation row; `labelling`,
+    how the run that computed them went (sentences, seconds, sentences_per_sec, device, dtype)."""
+    train_logits: torch.Tensor
+    train_hidden: torch.Tensor | None
+    validation_logits: torch.Tensor
+    labelling: dict[str, Any]
+    cache_file: Path
+    from_cache: bool
+
+
+def teacher_config(teacher: str | None) -> BertConfig:
+    """The config of the classifier folder `teacher` (task.teacher), or a one-line error."""
+    if not teacher:
+        raise ConfigError("task.teacher is not set: name the teacher, a classifier folder (a fine-tune run's "
+                          "hf_model, or a Hugging Face BertForSequenceClassification folder with its tokenizer)")
+    folder = Path(teacher)
+    if not folder.is_dir():
+        raise CheckpointError(f"task.teacher={teacher}: no such folder; expected a classifier folder "
+                              f"({CONFIG_NAME}, {WEIGHTS_NAME}, tokenizer), such as outputs/sst2/latest/hf_model")
+    config = BertConfig.from_json_file(folder)
+    try:
+        with safe_open(folder / WEIGHTS_NAME, framework="pt") as weights:
+            names = set(weights.keys())
+    except (OSError, SafetensorError) as error:
+        raise CheckpointError(f"task.teacher={teacher}: no readable {WEIGHTS_NAME} ({error})") from None
+    # What a masked-LM or encoder-only checkpoint lacks: its classifier would be random.
+    head = [name for name in ("pooler.dense.weight", "classifier.weight")
+            if not any(key.endswith(name) for key in names)]
+    if head:
+        raise CheckpointError(f"task.teacher={teacher}: not a trained classifier, its {WEIGHTS_NAME} has no "
+                              f"{head[-1]}; distil from a fine-tuned BertForSequenceClassification")
+    return config
+
+
+def label_names(config: BertConfig) -> list[str]:
+    return [(config.id2label or {}).get(i, f"LABEL_{i}") for i in range(config.num_labels)]
+
+
+def check_labels(teacher: str, teacher_labels: BertConfig, student: BertConfig) -> None:
+    """The teacher predicts the student's labels: as many, with the same names in the same order
+    (regression: one value each)."""
+    def described(config: BertConfig) -> str:
+        return "1 value (regression)" if config.num_labels == 1 else \
+            f"{config.num_labels} labels ({', '.join(label_names(config))})"
+
+    names_differ = student.num_labels > 1 and label_names(teacher_labels) != label_names(student)
+    if teacher_labels.num_labels != student.num_labels or names_differ:
+        raise ConfigError(f"task.teacher={teacher}: the teacher predicts {described(teacher_labels)} but the task "
+                          f"has {described(student)}; distil from a teacher fine-tuned on the same labels")
+
+
+def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Sequence[int], max_seq_length: int,
+                    batch_size: int, device: torch.device, dtype: torch.dtype | None,
+                    cache_dir: str | Path | None) -> TeacherOutputs:
+    """The teacher's outputs on the `train` and `validation` texts (see TeacherOutputs): from the cache,
+    or computed in one pass and cached. `layers`: the teacher layers (1 = the first) whose [CLS] state
+    is kept, in this order; `dtype`: the autocast dtype (None: float32); `cache_dir`: by default the
+    `datasets` cache folder + /bertlab, as the pretraining data's."""
+    tokenizer = load_tokenizer(teacher)
+    texts = train[0] + validation[0]
+    pairs = None if train[1] is None else train[1] + validation[1]
+    key = cache_key(Path(teacher), tokenizer.to_str(), texts, pairs, len(train[0]), layers, max_seq_length,
+                    device, dtype)
+    folder = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+    cache_file = folder / f"teacher-{key[:24]}.safetensors"
+    if cache_file.is_file():
+        tensors, labelling = read_cache(cache_file)
+        from_cache = True
+        log.info("Teacher outputs of %s loaded from %s", teacher, cache_file)
+    else:
+        with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: not the run's draws
+            model = BertForSequenceClassification.from_pretrained(teacher)
+        started = time.perf_counter()
+        logits, hidden = run_teacher(model, tokenizer, texts, pairs, layers, max_seq_length=max_seq_length,
+                                     batch_size=batch_size, device=device, dtype=dtype)
+        seconds = time.perf_counter() - started
+        labelling = {"sentences": len(texts), "seconds": round(seconds, 3),
+                     "sentences_per_sec": round(len(texts) / seconds, 1), "device": str(device),
+                     "dtype": str(dtype or torch.float32).removeprefix("torch.")}
+        tensors = {"train_logits": logits[:len(train[0])], "validation_logits": logits[len(train[0]):]}
+        if hidden is not None:
+            tensors["train_hidden"] = hidden[:len(train[0])].contiguous()
+        metadata = {"labelling": json.dumps(labelling)}
+        write_atomically(cache_file, lambda temp: save_file(tensors, temp, metadata=metadata))
+        from_cache = False
+        log.info("Teacher %s labelled %d sentences in %.1f s (%.0f sentences/s on %s); cached in %s", teacher,
+                 len(texts), seconds, labelling["sentences_per_sec"], device, cache_file)
+    return TeacherOutputs(tensors["train_logits"], tensors.get("train_hidden"), tensors["validation_logits"],
+                          labelling, cache_file, from_cache)
+
+
+def cache_key(teacher: Path, tokenizer: str, texts: list[str], pairs: list[str] | None, train_rows: int,
+              layers: Sequence[int], max_seq_length: int, device: torch.device, dtype: torch.dtype | None) -> str:
+    """A hash of everything the teacher's outputs depend on."""
+    digest = hashlib.sha256()
+    with open(teacher / WEIGHTS_NAME, "rb") as weights:
+        for chunk in iter(lambda: weights.read(1 << 24), b""):
+            digest.update(chunk)
+    settings = {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
+                "tokenizer": tokenizer, "rows": [train_rows, len(texts)], "paired": pairs is not None,
+                "layers": list(layers), "max_seq_length": max_seq_length, "device": device.type, "dtype": str(dtype)}
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    for text in texts + (pairs or []):
+        digest.update(text.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    with safe_open(path, framework="pt") as stored:
+        return {name: stored.get_tensor(name) for name in stored.keys()}, json.loads(stored.metadata()["labelling"])
+
+
+@torch.no_grad()
+def run_teacher(model: BertForSequenceClassification, tokenizer: Tokenizer, texts: list[str], pairs: list[str] | None,
+                layers: Sequence[int], *, max_seq_length: int, batch_size: int, device: torch.device,
+                dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logits [N, num_labels] (float32) and the [CLS] states after `layers` [N, len(layers), hidden] (None
+    without layers) of every text, in text order, each text read once."""
+    columns = {"text": texts} if pairs is None else {"text": texts, "pair": pairs}
+    tokenized = tokenize_dataset(datasets.Dataset.from_dict(columns), tokenizer, text_column="text",
+                                 text_pair_column=None if pairs is None else "pair", name="the teacher's texts",
+                                 max_seq_length=min(max_seq_length, model.config.max_position_embeddings))
+    logits = torch.empty(len(texts), model.config.num_labels)
+    hidden_dtype = torch.bfloat16 if dtype == torch.bfloat16 else torch.float16  # halves the memory it takes
+    hidden = torch.empty(len(texts), len(layers), model.config.hidden_size, dtype=hidden_dtype) if layers else None
+    model.to(device).eval()
+    started = reported = time.perf_counter()
+    done = 0
+    with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        for batch in length_sorted_dataloader(tokenized, batch_size, pad_token_id=special_token_ids(tokenizer)["pad"]):
+            inputs = [batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")]
+            output = model(*inputs, output_hidden_states=bool(layers))
+            logits[batch["index"]] = output.logits.float().cpu()
+            if hidden is not None:
+                cls = torch.stack([output.hidden_states[layer][:, 0] for layer in layers], dim=1)
+                hidden[batch["index"]] = cls.to(hidden_dtype).cpu()
+            done += len(batch["index"])
+            if time.perf_counter() - reported >= PROGRESS_EVERY_SECONDS:
+                reported = time.perf_counter()
+                rate = done / (reported - started)
+                log.info("Teacher: %d/%d sentences, %.0f/s, %.0f s to go", done, len(texts), rate,
+                         (len(texts) - done) / rate)
+    return logits, hidden
+
+
+def write_report(run_dir: Path, teacher: str, outputs: TeacherOutputs, validation: dict[str, float]) -> None:
+    """teacher.json in the run folder: the teacher, its validation metrics and its labelling speed."""
+    report = {"teacher": teacher, "validation": validation, "labelling": outputs.labelling,
+              "cache_file": str(outputs.cache_file), "from_cache": outputs.from_cache}
+    text = json.dumps(report, indent=2) + "\n"
+    write_atomically(run_dir / REPORT, lambda temp: Path(temp).write_text(text))
