@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 
 from bertlab.data.sampling import ResumableTrainingOrder, length_sorted_order
 from bertlab.data.sources import load_dataset_source, require_columns
+from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
@@ -169,6 +170,8 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     default to the names of a ClassLabel label column, else LABEL_0, LABEL_1, ...; string labels
     are mapped to ids through `label_names`. The test split (for `test` and `predict`) may be
     unlabelled: no label column, or every label -1 as in GLUE; its batches then carry no labels.
+    `transfer` (TransferSettings' fields) appends a distillation's transfer set to the training split,
+    its rows labelled UNLABELLED (NaN for regression): the teacher labels them; `cache_dir` keeps it.
 
     In distributed training each rank takes every world_size-th batch of the same order. The
     training position is part of `state_dict()` (saved in Lightning checkpoints), so a run resumed
@@ -195,6 +198,8 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         seed: int = 0,
         limit_train_samples: int | None = None,
         limit_eval_samples: int | None = None,
+        transfer: Mapping[str, Any] | None = None,
+        cache_dir: str | None = None,
     ) -> None:
         super().__init__()
         if num_labels < 1:
@@ -225,6 +230,9 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.seed = seed
         self.limit_train_samples = limit_train_samples
         self.limit_eval_samples = limit_eval_samples
+        self.transfer = TransferSettings.from_config(transfer or {})
+        self.cache_dir = cache_dir
+        self._transfer_examples: list[tuple[str, ...]] | None = None
         self._raw: datasets.DatasetDict | None = None
         self.datasets: dict[str, datasets.Dataset] = {}  # tokenized splits by name
 
@@ -286,10 +294,26 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
 
     def texts(self, split: str) -> tuple[list[str], list[str] | None]:
         """The texts of a split (and their pairs, None for single sentences) in row order, the order
-        of the batches' `index`: what another tokenizer, a distillation's teacher, reads."""
+        of the batches' `index`, the transfer set's after the training split's: what another
+        tokenizer, a distillation's teacher, reads."""
         dataset = self._raw_split(split)
-        pairs = list(dataset[self.text_pair_column]) if self.text_pair_column else None
-        return list(dataset[self.text_column]), pairs
+        examples = [*zip(*(dataset[column] for column in self._text_columns))]
+        if split == self.train_split:
+            examples += self._transfer()
+        pairs = [example[1] for example in examples] if self.text_pair_column else None
+        return [example[0] for example in examples], pairs
+
+    @property
+    def _text_columns(self) -> list[str]:
+        return [column for column in (self.text_column, self.text_pair_column) if column]
+
+    def _transfer(self) -> list[tuple[str, ...]]:
+        """The transfer set (data.transfer), built or loaded once."""
+        if self._transfer_examples is None:
+            dataset = self._raw_split(self.train_split)
+            examples = [*zip(*(dataset[column] for column in self._text_columns))]
+            self._transfer_examples = transfer_examples(examples, self.transfer, self._text_columns, self.cache_dir)
+        return self._transfer_examples
 
     def _raw_split(self, split: str) -> datasets.Dataset:
         """The split as loaded, cut to its `limit_*_samples`."""
@@ -310,6 +334,14 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         dataset = self._raw_split(split)
         name = f"split {split!r} of {self.source}"
         labels = self._labels(dataset, split, name)
+        if split == self.train_split and (transfer := self._transfer()):
+            # The teacher alone labels these rows: UNLABELLED (NaN for regression) marks them.
+            extra = datasets.Dataset.from_dict({column: [example[i] for example in transfer]
+                                                for i, column in enumerate(self._text_columns)},
+                                               features=dataset.select_columns(self._text_columns).features)
+            dataset = datasets.concatenate_datasets([dataset.select_columns(self._text_columns), extra])
+            labels = np.concatenate([labels, np.full(len(transfer), np.nan if self.num_labels == 1 else UNLABELLED,
+                                                     dtype=labels.dtype)])
         return tokenize_dataset(
             dataset,
             self.tokenizer,

@@ -136,6 +136,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
+    check_transfer(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:
         return
@@ -205,6 +206,16 @@ def check_init_from(config: DictConfig, overridden: list[str]) -> None:
         raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
                           f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
                           f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
+
+
+def check_transfer(config: DictConfig) -> None:
+    """A transfer set's rows have no gold label: only a distillation's teacher can label them."""
+    transfer = OmegaConf.select(config, "data.transfer", default=None)
+    if not transfer or (not transfer.get("copies") and not transfer.get("unlabelled")):
+        return
+    if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
+        raise ConfigError("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
+                          "(or +recipe=sst2_distill), or set data.transfer.copies=0 and data.transfer.unlabelled=null")
 
 
 def check_target_argument(config: DictConfig, key: str) -> None:

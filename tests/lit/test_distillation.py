@@ -31,14 +31,16 @@ SCHEDULE = ["trainer.max_steps=8", "trainer.val_check_interval=4", "callbacks.ar
 # The throughput monitor's columns: wall-clock speeds and counts of this process's batches.
 THROUGHPUT = re.compile(r"per_sec|^(train|validate)/(time|batches|samples|lengths)$")
 LABELS = {0: "negative", 1: "positive"}  # those of conf/data/sst2.yaml
+TRANSFER_COPIES = 2
 
 
 @pytest.fixture(scope="module")
 def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Folders: "teacher" (plain fine-tuning), "alpha_0" (distilled from it with α = 0, the same settings
-    otherwise), "student" (half the teacher's width, twice its depth, another vocabulary; α = 0.5 and
-    [CLS] matching through a projection) and "resumed" (that run again from its step-4 checkpoint);
-    "cache" holds the teacher's outputs."""
+    otherwise), "student" (half the teacher's width, twice its depth, another vocabulary; α = 0.5,
+    [CLS] matching through a projection, a transfer set of 2 augmented copies per sentence) and
+    "resumed" (that run again from its step-4 checkpoint); "cache" holds the teacher's outputs and the
+    transfer set."""
     root = tmp_path_factory.mktemp("distillation")
     tokenizer = sentiment_tokenizer(tiny_data_dir, root / "tokenizer")
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
@@ -53,6 +55,7 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     run("alpha_0", *distill, "task.alpha=0")
     student = [*distill, f"data.tokenizer={root / 'student_tokenizer'}", "model.hidden_size=16",
                "model.num_hidden_layers=2", "model.intermediate_size=32", "task.alpha=0.5", "task.hidden_weight=1",
+               f"data.transfer.copies={TRANSFER_COPIES}", f"data.cache_dir={root / 'cache'}",
                "callbacks.checkpoint.save_top_k=-1", "callbacks.checkpoint.filename='step={step}'"]
     run("student", *student)
     run("resumed", *student, f"resume='{root / 'student' / 'lightning_checkpoints' / 'step=4.ckpt'}'")
@@ -97,11 +100,40 @@ def test_a_resumed_distillation_ends_bit_for_bit_as_an_uninterrupted_one(runs):
 def test_the_teacher_labels_each_text_once_and_later_runs_load_its_outputs(runs, tiny_data_dir):
     first, resumed = (json.loads((runs[name] / "teacher.json").read_text()) for name in ("student", "resumed"))
     rows = sum(len(pd.read_parquet(tiny_data_dir / "sst2" / f"{split}.parquet")) for split in ("train", "validation"))
+    (transfer_file,) = runs["cache"].glob("transfer-*.parquet")
+    rows += len(pd.read_parquet(transfer_file))  # the transfer set's texts too, each once
     assert not first["from_cache"] and resumed["from_cache"]
     assert resumed["labelling"] == first["labelling"] and first["labelling"]["sentences"] == rows
     assert first["labelling"]["sentences_per_sec"] > 0 and set(first["validation"]) == {"accuracy", "f1", "mcc"}
     assert resumed["cache_file"] == first["cache_file"]
     assert len(list(runs["cache"].glob("teacher-*.safetensors"))) == 2  # without and with hidden states
+
+
+@pytest.mark.slow
+def test_the_transfer_set_follows_the_training_rows_unlabelled_and_is_made_once(runs, tiny_data_dir, monkeypatch):
+    from bertlab.data import transfer_set
+    from bertlab.data.classification import ClassificationDataModule
+
+    sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
+    (transfer_file,) = runs["cache"].glob("transfer-*.parquet")
+    transfer = pd.read_parquet(transfer_file)["sentence"].tolist()
+    assert 0 < len(transfer) <= TRANSFER_COPIES * len(sentences) and not set(transfer) & set(sentences)
+    monkeypatch.setattr(transfer_set, "augment", lambda *args, **kwargs: pytest.fail("augmented again"))
+    data = ClassificationDataModule(str(tiny_data_dir / "sst2"), str(runs["teacher"]), cache_dir=str(runs["cache"]),
+                                    transfer={"copies": TRANSFER_COPIES})
+    data.setup("fit")
+    assert data.texts("train") == (sentences + transfer, None)
+    labels = data.datasets["train"]["labels"]
+    assert UNLABELLED not in labels[:len(sentences)] and set(labels[len(sentences):]) == {UNLABELLED}
+
+
+def test_a_transfer_set_without_a_teacher_is_a_one_line_error(tiny_data_dir, tmp_path, capsys):
+    outcome = run_in_process(fine_tuning(tiny_data_dir, tmp_path / "tokenizer", tmp_path / "run",
+                                         "data.transfer.copies=2"), capsys)
+    assert outcome.error_lines == ["bertlab: error: data.transfer: a transfer set has no labels, a teacher labels "
+                                   "it; use task=distill (or +recipe=sst2_distill), or set data.transfer.copies=0 "
+                                   "and data.transfer.unlabelled=null"]
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tmp_path, monkeypatch):
@@ -132,6 +164,8 @@ def test_cached_teacher_outputs_equal_a_fresh_teacher_forward(runs, tiny_data_di
     teacher = BertForSequenceClassification.from_pretrained(runs["teacher"]).eval()
     tokenizer = load_tokenizer(runs["teacher"])
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
+    (transfer_file,) = runs["cache"].glob("transfer-*.parquet")
+    sentences += pd.read_parquet(transfer_file)["sentence"].tolist()  # after the training rows
     assert cached["train_hidden"].shape == (len(sentences), 2, 32)  # both student layers map to the teacher's one
     with torch.no_grad():
         for row in (0, 1, 100, len(sentences) - 1):  # one at a time: no padding, no batch neighbours

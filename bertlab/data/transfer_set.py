@@ -1,0 +1,103 @@
+"""A distillation's transfer set (`data.transfer`): the texts beyond the labelled training data that
+the teacher alone labels — unlabelled in-domain text and augmented copies of the training examples
+(bertlab.data.augment). Building it can take minutes (a masked LM predicts the replacements), so the
+texts are cached as a parquet file named by a hash of everything they depend on; the runs of a seed
+sweep then share them, and so the teacher's cached outputs on them too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import datasets
+import pandas as pd
+
+from bertlab.data.augment import Example, augment, read_unlabelled
+from bertlab.errors import ConfigError
+
+log = logging.getLogger("bertlab")
+CACHE_FORMAT = 1  # part of the cache key: raise it when the augmentation changes what it makes
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    """`copies` augmented copies of each training example (0: none), made with `seed` and, for word
+    replacement, the BertForMaskedLM folder `masked_lm`; `unlabelled`, a file or dataset of in-domain
+    text with the task's text columns; the augmentation's probabilities (see augment.Probabilities)."""
+    copies: int = 0
+    seed: int = 0
+    masked_lm: str | None = None
+    unlabelled: str | None = None
+    p_mask: float = 0.1
+    p_replace: float = 0.2
+    p_ngram: float = 0.25
+    max_ngram: int = 5
+
+    @classmethod
+    def from_config(cls, settings: Mapping) -> TransferSettings:
+        known = {field.name for field in fields(cls)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ConfigError(f"data.transfer.{unknown[0]}: not a transfer set setting; expected one of "
+                              f"{', '.join(sorted(known))}")
+        return cls(**settings)
+
+    @property
+    def empty(self) -> bool:
+        return self.copies == 0 and not self.unlabelled
+
+
+def transfer_examples(examples: Sequence[Example], settings: TransferSettings, text_columns: Sequence[str],
+                      cache_dir: str | os.PathLike | None = None) -> list[Example]:
+    """The transfer set of the training `examples` (tuples of their `text_columns`' texts): the
+    unlabelled examples, then the augmented copies; from the cache when it has them."""
+    if settings.empty:
+        return []
+    for key in ("masked_lm", "unlabelled"):
+        path = getattr(settings, key)
+        if path and not Path(path).exists():
+            raise ConfigError(f"data.transfer.{key}={path}: no such file or folder")
+    folder = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+    cache_file = folder / f"transfer-{cache_key(examples, settings, text_columns)[:24]}.parquet"
+    if cache_file.is_file():
+        log.info("Transfer set loaded from %s", cache_file)
+        return list(pd.read_parquet(cache_file).itertuples(index=False, name=None))
+    unlabelled = read_unlabelled(settings.unlabelled, list(text_columns)) if settings.unlabelled else []
+    augmented = augment(examples, settings.copies, settings.seed, settings.masked_lm, p_mask=settings.p_mask,
+                        p_replace=settings.p_replace, p_ngram=settings.p_ngram, max_ngram=settings.max_ngram)
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = cache_file.with_name(f".{cache_file.name}.{os.getpid()}")
+    pd.DataFrame(unlabelled + augmented, columns=list(text_columns)).to_parquet(partial)
+    partial.replace(cache_file)
+    log.info("Transfer set: %d unlabelled and %d augmented examples, cached in %s", len(unlabelled), len(augmented),
+             cache_file)
+    return unlabelled + augmented
+
+
+def cache_key(examples: Sequence[Example], settings: TransferSettings, text_columns: Sequence[str]) -> str:
+    digest = hashlib.sha256(json.dumps({"format": CACHE_FORMAT, "settings": asdict(settings),
+                                        "columns": list(text_columns)}, sort_keys=True).encode())
+    for path in (settings.masked_lm, settings.unlabelled):
+        if path:
+            digest.update(_content_hash(Path(path)).encode())
+    for example in examples:
+        digest.update("\t".join(example).encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def _content_hash(path: Path) -> str:
+    """A hash of a file, or of the files of a folder (a checkpoint, a dataset), by name and content."""
+    digest = hashlib.sha256()
+    files = sorted(file for file in path.rglob("*") if file.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
+        with open(file, "rb") as content:
+            for chunk in iter(lambda: content.read(1 << 24), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
