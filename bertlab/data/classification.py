@@ -309,6 +309,8 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
 
     def _transfer(self) -> list[tuple[str, ...]]:
         """The transfer set (data.transfer), built or loaded once."""
+        if self.transfer.empty:
+            return []
         if self._transfer_examples is None:
             dataset = self._raw_split(self.train_split)
             examples = [*zip(*(dataset[column] for column in self._text_columns))]

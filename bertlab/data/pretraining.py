@@ -26,7 +26,7 @@ from torch.utils.data import DataLoader
 from bertlab import tokenizer as tokenizer_module
 from bertlab.data import sources as sources_module
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
-from bertlab.data.sources import load_dataset_source, require_columns
+from bertlab.data.sources import cache_folder, load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 
@@ -344,7 +344,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.seed = seed
         self.max_train_lines = max_train_lines
         self.max_eval_lines = max_eval_lines
-        self.cache_dir = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+        self.cache_dir = cache_folder(cache_dir)
         self.text_column = text_column
         self.extra_train_sources = [dict(extra) for extra in extra_train_sources or []]
         for extra in self.extra_train_sources:

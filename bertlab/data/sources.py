@@ -21,6 +21,12 @@ SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "valid", "val",
 _SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
 
 
+
+def cache_folder(cache_dir: str | Path | None) -> Path:
+    """Where bertlab keeps what it derives from data (tokenized corpora, tokenizers, a distillation's
+    transfer set and teacher outputs): `cache_dir`, by default the `datasets` cache folder + /bertlab."""
+    return Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+
 def load_dataset_source(
     source: str, *, what: str = "dataset", cache_dir: str | Path | None = None
 ) -> datasets.DatasetDict:

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-import datasets
 import pandas as pd
 
 from bertlab.data.augment import Example, augment, read_unlabelled
+from bertlab.data.sources import cache_folder
 from bertlab.errors import ConfigError
 
 log = logging.getLogger("bertlab")
@@ -63,7 +63,7 @@ def transfer_examples(examples: Sequence[Example], settings: TransferSettings, t
         path = getattr(settings, key)
         if path and not Path(path).exists():
             raise ConfigError(f"data.transfer.{key}={path}: no such file or folder")
-    folder = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+    folder = cache_folder(cache_dir)
     cache_file = folder / f"transfer-{cache_key(examples, settings, text_columns)[:24]}.parquet"
     if cache_file.is_file():
         log.info("Transfer set loaded from %s", cache_file)

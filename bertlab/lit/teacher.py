@@ -29,6 +29,7 @@ from tokenizers import Tokenizer
 
 from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.data.classification import length_sorted_dataloader, tokenize_dataset
+from bertlab.data.sources import cache_folder
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.hf_format import WEIGHTS_NAME, write_atomically
 from bertlab.model import BertForSequenceClassification
@@ -108,7 +109,7 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
     pairs = None if train[1] is None else train[1] + validation[1]
     key = cache_key(Path(teacher), tokenizer.to_str(), texts, pairs, len(train[0]), layers, max_seq_length,
                     device, dtype)
-    folder = Path(cache_dir) if cache_dir else Path(datasets.config.HF_DATASETS_CACHE) / "bertlab"
+    folder = cache_folder(cache_dir)
     cache_file = folder / f"teacher-{key[:24]}.safetensors"
     if cache_file.is_file():
         tensors, labelling = read_cache(cache_file)
