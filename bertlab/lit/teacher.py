@@ -5,9 +5,9 @@ The teacher reads the texts with its own tokenizer, so it need not share the stu
 what it hands over is per sentence (class logits, the [CLS] hidden state after some of its layers),
 never per token. It runs in eval mode, without gradients, over batches sorted by length, under the
 run's autocast dtype. Its outputs go to a safetensors file in the cache folder named by a hash of all
-they depend on (the teacher's weights, config and tokenizer, the texts, the truncation, the layers
-kept, the device type and dtype), so that a rerun or a resumed run loads them instead of running
-the teacher again.
+they depend on (the teacher's weights, config and tokenizer, the texts, the truncation, the device
+type and dtype) and the layers kept, so that a rerun or a resumed run loads them instead of running
+the teacher again, and a run that needs no hidden states takes the logits of any file.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
 log = logging.getLogger("bertlab")
-CACHE_FORMAT = 1  # part of the cache key: raise it when the stored tensors change meaning
+CACHE_FORMAT = 2  # part of the cache key: raise it when the stored tensors change meaning
 PROGRESS_EVERY_SECONDS = 10.0
 REPORT = "teacher.json"
 Texts = tuple[list[str], list[str] | None]  # texts and their pairs (None for single sentences)
@@ -107,10 +107,11 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
     tokenizer = load_tokenizer(teacher)
     texts = train[0] + validation[0]
     pairs = None if train[1] is None else train[1] + validation[1]
-    key = cache_key(Path(teacher), tokenizer.to_str(), texts, pairs, len(train[0]), layers, max_seq_length,
-                    device, dtype)
+    key = cache_key(Path(teacher), tokenizer.to_str(), texts, pairs, len(train[0]), max_seq_length, device, dtype)
     folder = cache_folder(cache_dir)
-    cache_file = folder / f"teacher-{key[:24]}.safetensors"
+    cache_file = folder / f"teacher-{key[:24]}-layers{'-'.join(map(str, layers))}.safetensors"
+    if not layers:  # the logits of a file made with hidden states serve as well
+        cache_file = next(iter(sorted(folder.glob(f"teacher-{key[:24]}-layers*.safetensors"))), cache_file)
     if cache_file.is_file():
         tensors, labelling = read_cache(cache_file)
         from_cache = True
@@ -138,15 +139,15 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
 
 
 def cache_key(teacher: Path, tokenizer: str, texts: list[str], pairs: list[str] | None, train_rows: int,
-              layers: Sequence[int], max_seq_length: int, device: torch.device, dtype: torch.dtype | None) -> str:
-    """A hash of everything the teacher's outputs depend on."""
+              max_seq_length: int, device: torch.device, dtype: torch.dtype | None) -> str:
+    """A hash of everything the teacher's outputs depend on but the layers kept, which name the file."""
     digest = hashlib.sha256()
     with open(teacher / WEIGHTS_NAME, "rb") as weights:
         for chunk in iter(lambda: weights.read(1 << 24), b""):
             digest.update(chunk)
     settings = {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
                 "tokenizer": tokenizer, "rows": [train_rows, len(texts)], "paired": pairs is not None,
-                "layers": list(layers), "max_seq_length": max_seq_length, "device": device.type, "dtype": str(dtype)}
+                "max_seq_length": max_seq_length, "device": device.type, "dtype": str(dtype)}
     digest.update(json.dumps(settings, sort_keys=True).encode())
     for text in texts + (pairs or []):
         digest.update(text.encode("utf-8") + b"\0")

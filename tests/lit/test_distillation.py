@@ -155,6 +155,9 @@ def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tm
     assert torch.equal(loaded.train_logits, computed.train_logits)
     assert torch.equal(loaded.train_hidden, computed.train_hidden)
     assert loaded.validation_logits.shape == (2, 2)
+    logits_only = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **{**options, "layers": []})
+    assert sum(seen) == 32 and logits_only.from_cache  # the file with hidden states has the logits too
+    assert torch.equal(logits_only.train_logits, computed.train_logits)
 
 
 @pytest.mark.slow
