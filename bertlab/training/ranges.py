@@ -44,6 +44,12 @@ RULES: dict[str, str | tuple] = {
     "data.limit_train_samples": COUNT,
     "data.limit_eval_samples": COUNT,
     "data.num_labels": f"[1, {SIZE_LIMITS['num_labels']}]",
+    "data.transfer.copies": NON_NEGATIVE,
+    "data.transfer.seed": f"[0, {2**32 - 1}]",
+    "data.transfer.p_mask": PROBABILITY,
+    "data.transfer.p_replace": PROBABILITY,
+    "data.transfer.p_ngram": PROBABILITY,
+    "data.transfer.max_ngram": COUNT,
     # task
     "task.mlm_probability": "(0, 1)",
     "task.mask_replace_prob": PROBABILITY,

@@ -60,7 +60,7 @@ def test_unknown_command(capsys):
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    (["+recipe=nope"], "unknown recipe 'nope'; known recipes: mlm_base_gpu, mlm_nsp_tiny, mlm_tiny, sst2"),
+    (["+recipe=nope"], "unknown recipe 'nope'; known recipes: mlm_base_gpu, mlm_nsp_tiny, mlm_tiny, mrpc_distill, sst2"),
     (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
