@@ -296,8 +296,7 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         """The texts of a split (and their pairs, None for single sentences) in row order, the order
         of the batches' `index`, the transfer set's after the training split's: what another
         tokenizer, a distillation's teacher, reads."""
-        dataset = self._raw_split(split)
-        examples = [*zip(*(dataset[column] for column in self._text_columns))]
+        examples = self._examples(split)
         if split == self.train_split:
             examples += self._transfer()
         pairs = [example[1] for example in examples] if self.text_pair_column else None
@@ -307,14 +306,18 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     def _text_columns(self) -> list[str]:
         return [column for column in (self.text_column, self.text_pair_column) if column]
 
+    def _examples(self, split: str) -> list[tuple[str, ...]]:
+        """The texts of a split's rows, a tuple of one (or, for pairs, two) each."""
+        dataset = self._raw_split(split)
+        return [*zip(*(dataset[column] for column in self._text_columns))]
+
     def _transfer(self) -> list[tuple[str, ...]]:
         """The transfer set (data.transfer), built or loaded once."""
         if self.transfer.empty:
             return []
         if self._transfer_examples is None:
-            dataset = self._raw_split(self.train_split)
-            examples = [*zip(*(dataset[column] for column in self._text_columns))]
-            self._transfer_examples = transfer_examples(examples, self.transfer, self._text_columns, self.cache_dir)
+            self._transfer_examples = transfer_examples(self._examples(self.train_split), self.transfer,
+                                                        self._text_columns, self.cache_dir)
         return self._transfer_examples
 
     def _raw_split(self, split: str) -> datasets.Dataset:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 from collections.abc import Iterable
@@ -20,6 +21,20 @@ FILE_FORMATS = {".txt": "text", ".parquet": "parquet", ".json": "json", ".jsonl"
 SPLIT_NAMES = {"train": ("train",), "validation": ("validation", "valid", "val", "dev"), "test": ("test",)}
 _SAVED_DATASET_MARKERS = ("dataset_dict.json", "state.json")
 
+
+
+def content_hash(path: str | Path) -> str:
+    """A SHA-256 of a file, or of a folder's files (a checkpoint, a dataset) by name and content: what a
+    cache key takes from the files its cached data was made from."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(file for file in path.rglob("*") if file.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
+        with open(file, "rb") as content:
+            for chunk in iter(lambda: content.read(1 << 24), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def cache_folder(cache_dir: str | Path | None) -> Path:

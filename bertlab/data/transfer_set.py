@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from bertlab.data.augment import Example, augment, read_unlabelled
-from bertlab.data.sources import cache_folder
+from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
 
 log = logging.getLogger("bertlab")
@@ -85,19 +85,8 @@ def cache_key(examples: Sequence[Example], settings: TransferSettings, text_colu
                                         "columns": list(text_columns)}, sort_keys=True).encode())
     for path in (settings.masked_lm, settings.unlabelled):
         if path:
-            digest.update(_content_hash(Path(path)).encode())
+            digest.update(content_hash(path).encode())
     for example in examples:
         digest.update("\t".join(example).encode("utf-8") + b"\0")
     return digest.hexdigest()
 
-
-def _content_hash(path: Path) -> str:
-    """A hash of a file, or of the files of a folder (a checkpoint, a dataset), by name and content."""
-    digest = hashlib.sha256()
-    files = sorted(file for file in path.rglob("*") if file.is_file()) if path.is_dir() else [path]
-    for file in files:
-        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
-        with open(file, "rb") as content:
-            for chunk in iter(lambda: content.read(1 << 24), b""):
-                digest.update(chunk)
-    return digest.hexdigest()

@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 
 from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.data.classification import length_sorted_dataloader, tokenize_dataset
-from bertlab.data.sources import cache_folder
+from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.hf_format import WEIGHTS_NAME, write_atomically
 from bertlab.model import BertForSequenceClassification
@@ -141,10 +141,7 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
 def cache_key(teacher: Path, tokenizer: str, texts: list[str], pairs: list[str] | None, train_rows: int,
               max_seq_length: int, device: torch.device, dtype: torch.dtype | None) -> str:
     """A hash of everything the teacher's outputs depend on but the layers kept, which name the file."""
-    digest = hashlib.sha256()
-    with open(teacher / WEIGHTS_NAME, "rb") as weights:
-        for chunk in iter(lambda: weights.read(1 << 24), b""):
-            digest.update(chunk)
+    digest = hashlib.sha256(content_hash(teacher / WEIGHTS_NAME).encode())
     settings = {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
                 "tokenizer": tokenizer, "rows": [train_rows, len(texts)], "paired": pairs is not None,
                 "max_seq_length": max_seq_length, "device": device.type, "dtype": str(dtype)}
