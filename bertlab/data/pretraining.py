@@ -49,14 +49,15 @@ _PIPELINE_SOURCE_HASH = Hasher.hash([Path(path).read_bytes()
                                      for path in (__file__, sources_module.__file__, tokenizer_module.__file__)])
 
 
-def group_documents(lines: list[str | None]) -> list[list[str]]:
+def group_documents(lines: list[str | None], wrapped_lines: bool = False) -> list[list[str]]:
     """Group a stream of lines into documents, each a list of sentences.
 
-    - Blank lines end paragraphs; consecutive non-blank lines form one paragraph, joined with a
-      space (Project Gutenberg hard-wraps its paragraphs; WikiText writes one paragraph per line).
+    - Each line is a paragraph (WikiText, Wikipedia dumps, one sentence per row); with
+      `wrapped_lines` the text is hard-wrapped (Project Gutenberg): blank lines end paragraphs and
+      consecutive non-blank lines form one paragraph, joined with a space.
     - A WikiText level-1 heading (" = Title = ") starts a new document; headings ("= = Sub = =" too)
       lose their "=" marks and become a sentence of their own.
-    - Text without such headings (books) is cut at the first paragraph boundary after
+    - Text without such headings (books, Wikipedia dumps) is cut at the first paragraph boundary after
       MAX_DOCUMENT_CHARS characters, so documents stay article-sized for NSP and packing.
     - Paragraphs are split into sentences after ".", "!" or "?" followed by white space: the units
       from which segments A and B are built.
@@ -95,13 +96,15 @@ def group_documents(lines: list[str | None]) -> list[list[str]]:
             end_paragraph()
         else:
             paragraph.append(text)
+            if not wrapped_lines:
+                end_paragraph()
     end_paragraph()
     end_document()
     return documents
 
 
-def _documents_batch(batch: dict[str, list], text_column: str) -> dict[str, list]:
-    return {"sentences": group_documents(batch[text_column])}
+def _documents_batch(batch: dict[str, list], text_column: str, wrapped_lines: bool) -> dict[str, list]:
+    return {"sentences": group_documents(batch[text_column], wrapped_lines)}
 
 
 class _Sentences:
@@ -290,7 +293,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Masked-language-model (and optionally next-sentence) pretraining batches from a text corpus.
 
     `source` is anything `load_dataset_source` reads; its `text_column` is a stream of lines (see
-    `group_documents`). Without `tokenizer_path` a WordPiece vocabulary of `vocab_size` is trained
+    `group_documents`, `wrapped_lines`). `validation_source` replaces the corpus's validation text: a
+    file, or a source whose validation split is read. Without `tokenizer_path` a WordPiece vocabulary of `vocab_size` is trained
     on the training split. Without a validation split, VALIDATION_FRACTION of the training
     documents are held out. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
@@ -318,6 +322,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         cache_dir: str | None = None,
         text_column: str = "text",
         extra_train_sources: list[dict] | None = None,
+        validation_source: str | None = None,
+        wrapped_lines: bool = False,
     ) -> None:
         super().__init__()
         if max_seq_length < 8:
@@ -350,6 +356,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         for extra in self.extra_train_sources:
             if set(extra) - {"source", "text_column"} or "source" not in extra:
                 raise ConfigError(f"data.extra_train_sources: expected entries {{source, text_column}}, got {extra}")
+        self.validation_source = validation_source
+        self.wrapped_lines = wrapped_lines
         self.tokenizer: Tokenizer | None = None
         self.collator: PretrainingCollator | None = None
         self.datasets: dict[str, datasets.Dataset] = {}
@@ -369,7 +377,10 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         documents = {"train": self._documents(corpus["train"], "train", self.max_train_lines)}
         if self.extra_train_sources:
             documents["train"] = datasets.concatenate_datasets([documents["train"], *self._extra_documents()])
-        if "validation" in corpus:
+        if self.validation_source:
+            documents["validation"] = self._documents(self._validation_lines(), "validation", self.max_eval_lines,
+                                                      source=self.validation_source)
+        elif "validation" in corpus:
             documents["validation"] = self._documents(corpus["validation"], "validation", self.max_eval_lines)
         else:
             documents = self._hold_out_validation(documents["train"])
@@ -378,9 +389,10 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         for split, documents_of_split in documents.items():
             sequences = self._sequences(documents_of_split, self.tokenizer)
             num_tokens = pc.sum(pc.list_value_length(sequences.data.column("input_ids"))).as_py()
+            source = self.validation_source if split == "validation" and self.validation_source else self.source
             logger.info(
                 "%s split of %s: %d documents, %d sequences, %d tokens",
-                split, self.source, len(documents_of_split), len(sequences), num_tokens,
+                split, source, len(documents_of_split), len(sequences), num_tokens,
             )
             self.datasets[split] = sequences.with_format("numpy")
 
@@ -427,6 +439,16 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                                                    extra.get("text_column", "text"), extra["source"]))
         return extra_documents
 
+    def _validation_lines(self) -> datasets.Dataset:
+        splits = load_dataset_source(self.validation_source, what="pretraining validation text",
+                                     cache_dir=self.cache_dir)
+        if "validation" in splits:
+            return splits["validation"]
+        if list(splits) == ["train"]:  # a single file
+            return splits["train"]
+        raise DataError(f"data.validation_source {self.validation_source!r} has no validation split "
+                        f"(found {list(splits)})")
+
     def _documents(self, lines: datasets.Dataset, split: str, max_lines: int | None,
                    text_column: str | None = None, source: str | None = None) -> datasets.Dataset:
         text_column, source = text_column or self.text_column, source or self.source
@@ -435,8 +457,9 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             lines = lines.select(range(min(max_lines, len(lines))))
         # One batch for the whole split: documents span rows, and map batches cannot share state.
         documents = self._cached_map(
-            lines, _documents_batch, "documents", (text_column, MAX_DOCUMENT_CHARS),
-            batch_size=None, remove_columns=lines.column_names, fn_kwargs={"text_column": text_column},
+            lines, _documents_batch, "documents", (text_column, MAX_DOCUMENT_CHARS, self.wrapped_lines),
+            batch_size=None, remove_columns=lines.column_names,
+            fn_kwargs={"text_column": text_column, "wrapped_lines": self.wrapped_lines},
         )
         if len(documents) == 0:
             raise DataError(f"{split} split of {source!r} has no text in column {text_column!r}")

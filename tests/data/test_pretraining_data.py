@@ -54,16 +54,28 @@ def test_group_documents_follows_wikitext_headings_and_joins_wrapped_lines():
         " = = Section = = ", " Body line .", "",
         " = Second = ", "A hard-wrapped", "paragraph ends here. Next sentence", "continues.", "", "",
     ]
-    assert group_documents(lines) == [
+    assert group_documents(lines, wrapped_lines=True) == [
         ["First Article", "Intro sentence one .", "Intro two !", "Section", "Body line ."],
         ["Second", "A hard-wrapped paragraph ends here.", "Next sentence continues."],
+    ]
+
+
+def test_group_documents_takes_each_line_as_a_paragraph_by_default(monkeypatch):
+    monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
+    lines = ["First paragraph, one line", "then a line of twenty. Second", "Third is short."]
+    assert group_documents(lines) == [
+        ["First paragraph, one line", "then a line of twenty.", "Second"],
+        ["Third is short."],
+    ]
+    assert group_documents(lines, wrapped_lines=True) == [
+        ["First paragraph, one line then a line of twenty.", "Second Third is short."],
     ]
 
 
 def test_group_documents_cuts_books_at_paragraph_boundaries(monkeypatch):
     monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
     paragraph = ["Twenty characters in", "two lines here."]  # 36 characters once joined
-    assert group_documents([*paragraph, "", *paragraph, "", "Short."]) == [
+    assert group_documents([*paragraph, "", *paragraph, "", "Short."], wrapped_lines=True) == [
         ["Twenty characters in two lines here."],
         ["Twenty characters in two lines here."],
         ["Short."],
@@ -218,6 +230,19 @@ def test_without_validation_split_documents_are_held_out(tmp_path, tiny_corpus):
     module = make_module(tiny_corpus / "train.txt", tmp_path)
     assert set(module.datasets) == {"train", "validation"}
     assert len(module.datasets["validation"]) > 0 and len(module.datasets["train"]) > len(module.datasets["validation"])
+
+
+def test_validation_source_replaces_the_held_out_documents(tmp_path, tiny_corpus):
+    module = make_module(tiny_corpus / "train.txt", tmp_path, validation_source=str(tiny_corpus / "validation.txt"))
+    from_folder = make_module(tiny_corpus, tmp_path)
+    as_lists = lambda module: [row.tolist() for row in module.datasets["validation"]["input_ids"]]  # noqa: E731
+    assert as_lists(module) == as_lists(from_folder)
+    assert len(module.datasets["train"]) == len(from_folder.datasets["train"])
+    test_only = tmp_path / "test_only"
+    test_only.mkdir()
+    (test_only / "test.txt").write_text("A test sentence.\n")
+    with pytest.raises(DataError, match="data.validation_source .* has no validation split"):
+        make_module(tiny_corpus / "train.txt", tmp_path, validation_source=str(test_only))
 
 
 def test_existing_tokenizer_and_line_limit(tiny_corpus, tmp_path):
