@@ -7,6 +7,9 @@ passes cost more than the decoder matmul. This version keeps only the logits (in
 and one fp32 log-sum-exp per row, computing in row blocks that stay in cache; the gradient
 softmax − one-hot is written once, in the logits' dtype. The values are the same as the fp32
 reference up to rounding order.
+
+Rows whose target is negative (the ignore index, -100) score zero and get no gradient: statically
+shaped batches carry such filler rows, which cannot be selected out without a data-dependent shape.
 """
 
 from __future__ import annotations
@@ -26,34 +29,37 @@ def _row_blocks(logits: torch.Tensor) -> int:
 class _SumCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        scored, targets = targets >= 0, targets.clamp(min=0)
         block = _row_blocks(logits)
         log_sum_exp = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
         for rows, out in zip(logits.split(block), log_sum_exp.split(block)):
             torch.logsumexp(rows.float(), dim=-1, out=out)
-        ctx.save_for_backward(logits, log_sum_exp, targets)
-        return (log_sum_exp - logits.gather(1, targets[:, None]).squeeze(1).float()).sum()
+        ctx.save_for_backward(logits, log_sum_exp, targets, scored)
+        return torch.where(scored, log_sum_exp - logits.gather(1, targets[:, None]).squeeze(1).float(), 0.0).sum()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output: torch.Tensor):
-        logits, log_sum_exp, targets = ctx.saved_tensors
+        logits, log_sum_exp, targets, scored = ctx.saved_tensors
         block = _row_blocks(logits)
         grad = torch.empty_like(logits)
         in_place = grad.dtype == torch.float32
-        for rows, lse, out in zip(logits.split(block), log_sum_exp.split(block), grad.split(block)):
+        row_scale = (grad_output * scored)[:, None]
+        for rows, lse, scale, out in zip(logits.split(block), log_sum_exp.split(block), row_scale.split(block),
+                                         grad.split(block)):
             # softmax = exp(logit − lse), computed in fp32: straight into `grad` when it is fp32,
             # else in a cached block then rounded into it. The saved logits stay untouched.
-            softmax = torch.sub(rows.float(), lse[:, None], out=out if in_place else None).exp_().mul_(grad_output)
+            softmax = torch.sub(rows.float(), lse[:, None], out=out if in_place else None).exp_().mul_(scale)
             if not in_place:
                 out.copy_(softmax)
         positions = torch.arange(targets.shape[0], device=targets.device)
-        grad[positions, targets] -= grad_output.to(grad.dtype)
+        grad[positions, targets] -= row_scale[:, 0].to(grad.dtype)
         return grad, None
 
 
 def cross_entropy_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Σ_i −log softmax(logits_i)[targets_i] in fp32, for logits [N, C] of any float dtype and valid
-    class ids `targets` [N] (no ignore index: select the rows to score first)."""
+    """Σ_i −log softmax(logits_i)[targets_i] in fp32, for logits [N, C] of any float dtype and class
+    ids `targets` [N]; rows with a negative target (the ignore index) count zero."""
     return _SumCrossEntropy.apply(logits, targets)
 
 
@@ -71,6 +77,7 @@ class _LinearCrossEntropySum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, dtype):
+        scored, targets = targets >= 0, targets.clamp(min=0)
         h, w = hidden.to(dtype), weight.to(dtype)
         starts = range(0, w.shape[0], _VOCAB_CHUNK)
         chunk_lse = torch.empty(len(starts), h.shape[0], dtype=torch.float32, device=h.device)
@@ -80,39 +87,40 @@ class _LinearCrossEntropySum(torch.autograd.Function):
             torch.logsumexp(logits, dim=-1, out=out)
         log_sum_exp = torch.logsumexp(chunk_lse, dim=0)
         target_logits = (h * w[targets]).float().sum(-1) + bias[targets]
-        ctx.save_for_backward(h, w, bias, targets, log_sum_exp)
+        ctx.save_for_backward(h, w, bias, targets, log_sum_exp, scored)
         ctx.dtypes = hidden.dtype, weight.dtype
-        return (log_sum_exp - target_logits).sum()
+        return torch.where(scored, log_sum_exp - target_logits, 0.0).sum()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output):
-        h, w, bias, targets, log_sum_exp = ctx.saved_tensors
+        h, w, bias, targets, log_sum_exp, scored = ctx.saved_tensors
         hidden_dtype, weight_dtype = ctx.dtypes
         grad_hidden = torch.zeros(h.shape, dtype=torch.float32, device=h.device)
         grad_weight = torch.empty(w.shape, dtype=weight_dtype, device=w.device)
         grad_bias = torch.empty(bias.shape, dtype=torch.float32, device=bias.device)
+        row_scale = (grad_output.float() * scored)[:, None]
         for start in range(0, w.shape[0], _VOCAB_CHUNK):
             end = start + _VOCAB_CHUNK
             softmax = torch.mm(h, w[start:end].t()).float().add_(bias[start:end])
-            softmax.sub_(log_sum_exp[:, None]).exp_().mul_(grad_output)
+            softmax.sub_(log_sum_exp[:, None]).exp_().mul_(row_scale)
             torch.sum(softmax, dim=0, out=grad_bias[start:end])
             softmax = softmax.to(h.dtype)
             grad_weight[start:end] = torch.mm(softmax.t(), h)
             grad_hidden += torch.mm(softmax, w[start:end])
         # The −one-hot part of softmax − one-hot, row by row.
-        scale = grad_output.float()
-        grad_hidden -= scale * w[targets].float()
-        grad_weight.index_add_(0, targets, (-scale * h.float()).to(weight_dtype))
-        grad_bias.index_add_(0, targets, -scale.expand(targets.shape))
+        grad_hidden -= row_scale * w[targets].float()
+        grad_weight.index_add_(0, targets, (-row_scale * h.float()).to(weight_dtype))
+        grad_bias.index_add_(0, targets, -row_scale[:, 0])
         return grad_hidden.to(hidden_dtype), grad_weight, grad_bias.to(bias.dtype), None, None
 
 
 def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                              targets: torch.Tensor) -> torch.Tensor:
     """`cross_entropy_sum(F.linear(hidden, weight, bias), targets)` for a vocabulary-sized `weight`
-    [C, H], computed chunk by chunk so that the [N, C] logits never exist. Under autocast the
-    matmuls run in its dtype, as F.linear's would; the result is the same up to rounding order."""
+    [C, H], computed chunk by chunk so that the [N, C] logits never exist; rows with a negative
+    target count zero, as there. Under autocast the matmuls run in its dtype, as F.linear's would;
+    the result is the same up to rounding order."""
     device = hidden.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     with torch.autocast(device, enabled=False):

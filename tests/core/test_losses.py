@@ -68,6 +68,17 @@ def test_no_rows_give_zero_loss_and_an_empty_gradient():
     assert loss.item() == 0.0 and grad.shape == (0, 50)
 
 
+def test_rows_with_a_negative_target_add_no_loss_and_get_no_gradient(rows_and_targets):
+    logits, targets = rows_and_targets
+    targets[::3] = -100
+    scored = targets >= 0
+    loss, grad = blockwise(logits, targets)
+    expected_loss, expected_grad = reference(logits[scored], targets[scored])
+    torch.testing.assert_close(loss, expected_loss)
+    torch.testing.assert_close(grad[scored], expected_grad)
+    assert not grad[~scored].any()
+
+
 def linear_head(vocab: int = 5000, rows: int = 40, hidden: int = 24):
     """A decoder whose vocabulary spans three chunks, the last one short, with repeated targets."""
     assert 2 * losses._VOCAB_CHUNK < vocab < 3 * losses._VOCAB_CHUNK
@@ -108,3 +119,18 @@ def test_linear_cross_entropy_of_no_rows_is_zero():
         linear_cross_entropy_sum, (hidden[:0], weight, bias), torch.zeros(0, dtype=torch.long), autocast=False)
     assert loss.item() == 0.0 and grad_hidden.shape == (0, 24)
     assert not grad_weight.any() and not grad_bias.any()
+
+
+def test_linear_cross_entropy_rows_with_a_negative_target_add_no_loss_and_get_no_gradient():
+    (hidden, weight, bias), targets = linear_head()
+    targets[::3] = -100
+    scored = targets >= 0
+    loss, grad_hidden, grad_weight, grad_bias = loss_and_gradients(
+        linear_cross_entropy_sum, (hidden, weight, bias), targets, autocast=False)
+    expected = loss_and_gradients(linear_cross_entropy_sum, (hidden[scored], weight, bias), targets[scored],
+                                  autocast=False)
+    torch.testing.assert_close(loss, expected[0])
+    torch.testing.assert_close(grad_hidden[scored], expected[1])
+    assert not grad_hidden[~scored].any()
+    torch.testing.assert_close(grad_weight, expected[2])
+    torch.testing.assert_close(grad_bias, expected[3])
