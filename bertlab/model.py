@@ -427,20 +427,39 @@ class BertPreTrainingHeads(nn.Module):
             self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
 
-def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True):
+def predicted_positions(labels: torch.Tensor, per_row: int) -> torch.Tensor:
+    """[rows, per_row] positions for static sparse prediction: each row's labelled positions in order,
+    then unlabelled ones to fill the row. Labels beyond `per_row` in a row would be left out."""
+    return (labels == IGNORE_INDEX).to(torch.uint8).argsort(dim=1, stable=True)[:, :per_row]
+
+
+def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
+              predictions_per_row: int | None = None):
     """Full logits without labels; with labels, logits (and loss) only at the labelled positions.
     `return_logits=False` (with labels) computes the loss without materialising the logits at all:
-    the fast path of a training step, which needs only the loss."""
+    the fast path of a training step, which needs only the loss.
+
+    The labelled positions are as many as masking chose, a shape that changes every batch. With
+    `predictions_per_row` (at least the most labels of any row) the head predicts the same number
+    of positions in every row instead (`predicted_positions`, in row order, as the logits come
+    out); the filling positions score nothing, so the loss is the same, and the shapes depend only
+    on the batch's shape, which torch.compile then compiles once.
+    """
     if labels is None:
         return head(sequence_output), None
-    selected = labels != IGNORE_INDEX
-    targets = labels[selected]
-    # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
-    count = max(targets.numel(), 1)
+    if predictions_per_row is None:
+        selected = labels != IGNORE_INDEX
+        hidden, targets = sequence_output[selected], labels[selected]
+        # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
+        count = max(targets.numel(), 1)
+    else:
+        positions = predicted_positions(labels, predictions_per_row)
+        hidden = sequence_output.gather(1, positions[..., None].expand(-1, -1, sequence_output.shape[-1]))
+        hidden, targets = hidden.flatten(0, 1), labels.gather(1, positions).flatten()
+        count = (targets != IGNORE_INDEX).sum().clamp(min=1)
     if not return_logits:
-        hidden = head.transform(sequence_output[selected])
-        return None, linear_cross_entropy_sum(hidden, head.decoder_weight, head.bias, targets) / count
-    logits = head(sequence_output[selected])
+        return None, linear_cross_entropy_sum(head.transform(hidden), head.decoder_weight, head.bias, targets) / count
+    logits = head(hidden)
     return logits, cross_entropy_sum(logits, targets) / count
 
 
@@ -453,11 +472,11 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, next_sentence_label=None, output_attentions=False,
-                output_hidden_states=False, return_logits=True) -> PreTrainingOutput:
+                output_hidden_states=False, return_logits=True, predictions_per_row=None) -> PreTrainingOutput:
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                         output_attentions, output_hidden_states)
         prediction_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels,
-                                                return_logits)
+                                                return_logits, predictions_per_row)
         seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)
         nsp_loss = None
         if next_sentence_label is not None:
@@ -477,10 +496,11 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=False, output_hidden_states=False,
-                return_logits=True) -> LogitsOutput:
+                return_logits=True, predictions_per_row=None) -> LogitsOutput:
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                         output_attentions, output_hidden_states)
-        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, return_logits)
+        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, return_logits,
+                                 predictions_per_row)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
 

@@ -13,6 +13,7 @@ from torch import nn
 from benchmarks.core_step_time import activation_bytes, sparse_loss
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
 from bertlab.errors import ConfigError
+from bertlab.model import predicted_positions
 
 VOCAB = 200
 
@@ -193,6 +194,35 @@ def test_loss_only_forward_gives_the_loss_and_gradients_of_the_logits_path(model
     assert grads_only.keys() == grads.keys() == {name for name, _ in model.named_parameters()}
     for name, grad in grads.items():
         torch.testing.assert_close(grads_only[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("return_logits", (True, False))
+@pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
+def test_a_static_prediction_block_gives_the_loss_and_gradients_of_the_labelled_positions(model_class, return_logits):
+    torch.manual_seed(0)
+    model = model_class(small_config()).train()
+    batch = mlm_batch()
+    labelled = batch["labels"] != -100
+    per_row = int(labelled.sum(dim=1).max()) + 2  # filler positions in every row
+    results = []
+    for predictions_per_row in (None, per_row):
+        model.zero_grad()
+        torch.manual_seed(1)  # the same dropout masks
+        out = model(**batch, return_logits=return_logits, predictions_per_row=predictions_per_row)
+        loss = out.loss if model_class is BertForMaskedLM else out.mlm_loss
+        loss.backward()
+        logits = out.logits if model_class is BertForMaskedLM else out.prediction_logits
+        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        results.append((loss.detach(), logits, grads))
+    (loss, logits, grads), (static_loss, static_logits, static_grads) = results
+    torch.testing.assert_close(static_loss, loss)
+    assert static_grads.keys() == grads.keys()
+    for name, grad in grads.items():
+        torch.testing.assert_close(static_grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
+    if return_logits:
+        assert static_logits.shape == (4 * per_row, VOCAB)
+        targets = batch["labels"].gather(1, predicted_positions(batch["labels"], per_row)).flatten()
+        torch.testing.assert_close(static_logits[targets != -100], logits)  # each row's labels first, in order
 
 
 def test_pretraining_loss_is_mlm_plus_nsp():
