@@ -3,6 +3,10 @@ and the generator seeded by a batch's place in the run.
 
 It runs inside the training step (bertlab.lit.pretraining), so a (seed, step)-seeded generator makes
 masking reproducible and resumable without any state in the data pipeline.
+
+Static masking chooses an exact number of tokens per row instead of drawing each by chance, so that
+the model's sparse prediction head can work on a shape fixed by the batch's shape (torch.compile
+then compiles it once); see `mask_tokens` and `bertlab.model.masked_lm`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu
     return generator
 
 
+def predictions_per_row(length: int, mlm_probability: float) -> int:
+    """The most tokens static masking chooses in a row of `length` tokens: the width of the model's
+    static sparse prediction (`predictions_per_row` of `bertlab.model.masked_lm`)."""
+    return round(mlm_probability * length)
+
+
 def mask_tokens(
     input_ids: torch.Tensor,
     special_tokens_mask: torch.Tensor,
@@ -38,6 +48,7 @@ def mask_tokens(
     random_replace_prob: float = 0.1,
     word_ids: torch.Tensor | None = None,
     special_token_ids: Sequence[int] = (),
+    static: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Choose tokens to predict and corrupt them; returns (masked_input_ids, labels).
 
@@ -47,6 +58,15 @@ def mask_tokens(
     one of `special_token_ids`. `labels` holds the original id at chosen positions and -100 elsewhere.
     `word_ids` gives each token's word (-1 for specials); a word's tokens must be adjacent, as the
     pretraining collator makes them.
+
+    `static` chooses exactly round(mlm_probability × n) tokens in a row of n maskable tokens, uniformly
+    without replacement, instead of each by chance. The count follows each row's own length, not the
+    padded length (cramming's fixed count per row assumes packed rows without padding; here a short
+    row would lose most of its tokens), so the masking rate stays `mlm_probability` everywhere, while
+    no row of length L gets more than `predictions_per_row(L, mlm_probability)`: the model can predict
+    a [rows, that many] block whatever the batch's text. With `word_ids` the count is a budget of
+    tokens filled by whole words in random order; the first word that does not fit ends the row's
+    choice, so a row gets a little less than its budget on average.
     """
     if not 0.0 <= mask_replace_prob + random_replace_prob <= 1.0:
         raise ConfigError(
@@ -59,7 +79,14 @@ def mask_tokens(
     if word_ids is not None:
         maskable &= word_ids >= 0
         draws = draws.gather(1, _word_start_positions(word_ids))
-    chosen = maskable & (draws < mlm_probability)
+    if static:
+        positions = torch.arange(input_ids.shape[1], device=device).expand_as(input_ids)
+        groups = positions if word_ids is None else word_ids
+        budgets = (maskable.sum(dim=1).double() * mlm_probability).round()
+        # Unmaskable tokens sort after every draw in [0, 1), beyond any budget.
+        chosen = _first_groups_within_budget(draws.masked_fill(~maskable, 2.0), groups, budgets)
+    else:
+        chosen = maskable & (draws < mlm_probability)
     labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
 
     replacement_draws = torch.rand(input_ids.shape, generator=generator, device=device)
@@ -71,6 +98,20 @@ def mask_tokens(
     masked_input_ids = torch.where(to_mask, torch.full_like(input_ids, mask_token_id), input_ids)
     masked_input_ids = torch.where(to_randomise, random_tokens.to(input_ids.dtype), masked_input_ids)
     return masked_input_ids, labels
+
+
+def _first_groups_within_budget(draws: torch.Tensor, groups: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
+    """Per row, the groups (runs of adjacent equal `groups` ids) in increasing order of their `draws`,
+    taken while their tokens fit the row's budget. A group's tokens share one draw, and a stable sort
+    breaks ties by position, so each group stays one run in the sorted order."""
+    order = draws.argsort(dim=1, stable=True)
+    sorted_groups = groups.gather(1, order)
+    ends_group = torch.ones_like(order, dtype=torch.bool)
+    ends_group[:, :-1] = sorted_groups[:, 1:] != sorted_groups[:, :-1]
+    slots = torch.arange(order.shape[1], device=order.device).expand_as(order)
+    group_end_slot = torch.where(ends_group, slots, order.shape[1]).flip(1).cummin(dim=1).values.flip(1)
+    fits = group_end_slot < budgets[:, None]
+    return torch.zeros_like(fits).scatter(1, order, fits)
 
 
 def _word_start_positions(word_ids: torch.Tensor) -> torch.Tensor:

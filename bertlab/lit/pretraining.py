@@ -18,10 +18,10 @@ from torchmetrics.classification import MulticlassAccuracy
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import expected_masked_positions, mlm_forward_flops
-from bertlab.lit.masking import mask_tokens, masking_generator
+from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
-from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining
+from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 
@@ -37,6 +37,11 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`.
     `dropout` (a probability) replaces the model's dropout while pretraining; the checkpoint's
     config keeps the model's values, which fine-tuning then uses.
+    `static_masking` masks an exact number of tokens per row and predicts a block of
+    `predictions_per_row(length)` positions per row (see `mask_tokens` and `masked_lm`), so every
+    tensor's shape follows the batch's shape alone: with `compile` and batches padded to one length
+    (data.pad_to_max_length) the model compiles once, where a changing count of masked tokens would
+    make it recompile.
     """
 
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
@@ -44,7 +49,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
                  nsp: bool = False, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
                  random_replace_prob: float = 0.1, special_token_ids: Sequence[int] = (), seed: int = 0,
-                 compile: bool = False, unigram_output_bias: bool = True, dropout: float | None = None):
+                 compile: bool = False, unigram_output_bias: bool = True, dropout: float | None = None,
+                 static_masking: bool = False):
         super().__init__()
         model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
         if not 0 <= mask_token_id < model_config.vocab_size:
@@ -90,7 +96,10 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     def forward_flops(self, batch_size: int, length: int) -> float:
         # The expected number of masked positions ([CLS] and [SEP] are never masked): counting them
         # would wait for the device. NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
-        predicted = expected_masked_positions(batch_size, length - 2, self.hparams.mlm_probability)
+        if self.hparams.static_masking:
+            predicted = batch_size * predictions_per_row(length, self.hparams.mlm_probability)
+        else:
+            predicted = expected_masked_positions(batch_size, length - 2, self.hparams.mlm_probability)
         return mlm_forward_flops(self.model.config, batch_size, length, predicted)
 
     def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator, return_logits: bool):
@@ -100,15 +109,29 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
             mask_token_id=self.hparams.mask_token_id, generator=generator,
             mlm_probability=self.hparams.mlm_probability, mask_replace_prob=self.hparams.mask_replace_prob,
             random_replace_prob=self.hparams.random_replace_prob, word_ids=batch.get("word_ids"),
-            special_token_ids=self.hparams.special_token_ids)
+            special_token_ids=self.hparams.special_token_ids, static=self.hparams.static_masking)
         inputs = {"input_ids": input_ids, "attention_mask": batch["attention_mask"],
-                  "token_type_ids": batch.get("token_type_ids"), "labels": labels, "return_logits": return_logits}
+                  "token_type_ids": batch.get("token_type_ids"), "labels": labels, "return_logits": return_logits,
+                  "predictions_per_row": self._predictions_per_row(labels.shape[1])}
         if self.hparams.nsp:
             if "next_sentence_label" not in batch:
                 raise DataError("pretraining with nsp=true needs batches with next_sentence_label; "
                                 "enable next-sentence pairs in the data config (data.nsp=true)")
             inputs["next_sentence_label"] = batch["next_sentence_label"]
         return self.model(**inputs), labels
+
+    def _predictions_per_row(self, length: int) -> int | None:
+        """The width of the model's static prediction block; None: it predicts the masked positions only."""
+        if not self.hparams.static_masking:
+            return None
+        return predictions_per_row(length, self.hparams.mlm_probability)
+
+    def _predicted_targets(self, labels: torch.Tensor) -> torch.Tensor:
+        """The labels in the order of the model's predictions; with static masking, -100 at filler positions."""
+        per_row = self._predictions_per_row(labels.shape[1])
+        if per_row is None:
+            return labels[labels != IGNORE_INDEX]
+        return labels.gather(1, predicted_positions(labels, per_row)).flatten()
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         micro_batch = batch_idx % self.trainer.accumulate_grad_batches
@@ -127,14 +150,15 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
         generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, self.global_rank, dataloader_idx,
                                       batch_idx, device=self.device)
         output, labels = self._masked_forward(batch, generator, return_logits=True)
-        targets = labels[labels != IGNORE_INDEX]
+        targets = self._predicted_targets(labels)
+        scored = targets != IGNORE_INDEX
         if self.hparams.nsp:
             logits, mlm_loss = output.prediction_logits, output.mlm_loss
             self.val_nsp_accuracy.update(output.seq_relationship_logits.argmax(-1), batch["next_sentence_label"])
         else:
             logits, mlm_loss = output.logits, output.loss
-        self.val_loss.update(mlm_loss, weight=targets.numel())
-        self.val_accuracy.update(logits.argmax(-1), targets)
+        self.val_loss.update(mlm_loss, weight=scored.sum())
+        self.val_accuracy.update(logits[scored].argmax(-1), targets[scored])
 
     def on_validation_epoch_start(self) -> None:
         # Reset in the loop that updates them: states reset at the end of a trainer.validate run are

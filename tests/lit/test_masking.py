@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertlab.lit.masking import mask_tokens, masking_generator
+from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
 from bertlab.model import IGNORE_INDEX
 from bertlab.errors import ConfigError
 
@@ -109,3 +109,45 @@ def test_masking_generator_depends_only_on_seed_and_position():
     assert not torch.equal(draws(7, 0, 3, 1), draws(7, 0, 4, 1))
     assert not torch.equal(draws(7, 0, 3, 1), draws(7, 0, 3, 0))
     assert not torch.equal(draws(7, 0, 3, 1), draws(8, 0, 3, 1))
+
+
+def test_static_masking_chooses_round_p_of_each_rows_maskable_tokens():
+    input_ids, special = make_batch()
+    masked, labels = run(input_ids, special, static=True)
+    chosen = labels != IGNORE_INDEX
+    expected = ((~special).sum(dim=1).double() * 0.15).round().long()
+    assert torch.equal(chosen.sum(dim=1), expected)  # 38 in full rows, 28 in padded ones
+    assert chosen.sum(dim=1).max() <= predictions_per_row(input_ids.shape[1], 0.15)
+    assert not chosen[special].any()
+    assert torch.equal(labels[chosen], input_ids[chosen])
+    assert (masked[chosen] == MASK_ID).float().mean() == pytest.approx(0.8, abs=0.03)
+
+
+def test_static_masking_is_uniform_over_a_rows_positions():
+    input_ids, special = make_batch(rows=1024, length=64)
+    _, labels = run(input_ids, special, static=True)
+    full_rows = (labels != IGNORE_INDEX)[0::2]
+    frequency = full_rows.float().mean(dim=0)[~special[0]]
+    assert frequency.min() > 0.15 - 0.06 and frequency.max() < 0.15 + 0.06
+
+
+def test_static_whole_word_masking_takes_whole_words_within_each_rows_budget():
+    input_ids, special = make_batch(rows=64, length=128)
+    starts_word = torch.rand(input_ids.shape, generator=torch.Generator().manual_seed(1)) < 0.6
+    word_ids = torch.cumsum(starts_word | special, dim=1)
+    word_ids[special] = -1
+    _, labels = run(input_ids, special, static=True, word_ids=word_ids)
+    chosen = labels != IGNORE_INDEX
+    budgets = ((~special).sum(dim=1).double() * 0.15).round().long()
+    assert (chosen.sum(dim=1) <= budgets).all() and chosen.sum() > 0.8 * budgets.sum()
+    for row_chosen, row_words in zip(chosen, word_ids):
+        for word in row_words[row_chosen].unique():
+            assert row_chosen[row_words == word].all()
+
+
+def test_static_masking_is_reproducible_from_the_generator_seed():
+    input_ids, special = make_batch(rows=8)
+    first, second = run(input_ids, special, seed=3, static=True), run(input_ids, special, seed=3, static=True)
+    other = run(input_ids, special, seed=4, static=True)
+    assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
+    assert not torch.equal(first[1], other[1])

@@ -1,5 +1,5 @@
 """PretrainingModule (bertlab.lit.pretraining) on a tiny BERT and in-memory batches: learning, the
-unigram output bias, pretraining dropout, NSP, exact resume and reloading."""
+unigram output bias, pretraining dropout, NSP, exact resume, reloading and static masking (compiled)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import math
 import pytest
 import torch
 
+from lightning.pytorch import Callback
+
+from bertlab.flops import mlm_forward_flops
 from bertlab.lit.callbacks import MetricsArtifacts
-from bertlab.lit.masking import mask_tokens, masking_generator
+from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
 from bertlab.errors import ConfigError, DataError
 from bertlab.lit import PretrainingModule
 from bertlab.model import BertForMaskedLM
@@ -146,3 +149,62 @@ def test_pretraining_checkpoint_reloads_with_its_hyperparameters(tmp_path):
     assert all(torch.equal(value, model_weights(module)[key]) for key, value in model_weights(reloaded).items())
 
 
+def padded_batch(lengths: list[int]) -> dict[str, torch.Tensor]:
+    """`pretraining_batch` with row r ending (its [SEP], then padding) at lengths[r]."""
+    batch = pretraining_batch()
+    for row, length in enumerate(lengths):
+        batch["input_ids"][row, length - 1], batch["input_ids"][row, length:] = 3, 0
+        batch["attention_mask"][row, length:] = 0
+        batch["special_tokens_mask"][row, length - 1:] = True
+    return batch
+
+
+def test_static_masking_predicts_a_fixed_block_and_validates_as_the_masked_positions_alone(tmp_path, monkeypatch):
+    module = pretraining_module(static_masking=True)
+    blocks = []
+    module.model.cls.predictions.transform.register_forward_hook(lambda m, args, out: blocks.append(args[0].shape))
+    batches = [pretraining_batch(), padded_batch([16, 12, 9, 16, 5, 16, 14, 10])]
+    run = trainer(tmp_path, max_steps=2, log_every_n_steps=1)
+    run.fit(module, loader(batches), loader(batches))
+    per_row = predictions_per_row(16, 0.3)
+    assert set(blocks) == {(8 * per_row, 32)}
+    assert module.forward_flops(8, 16) == mlm_forward_flops(module.model.config, 8, 16, 8 * per_row)
+
+    static = run.validate(module, loader(batches), verbose=False)[0]
+    monkeypatch.setattr(module, "_predictions_per_row", lambda length: None)  # the same masks, the masked rows only
+    dynamic = run.validate(module, loader(batches), verbose=False)[0]
+    assert static["val/loss"] == pytest.approx(dynamic["val/loss"], rel=1e-5)
+    assert static["val/accuracy"] == dynamic["val/accuracy"]
+
+
+def skip_without_a_compiler() -> None:
+    try:
+        torch.compile(lambda x: x * 2)(torch.ones(2))
+    except Exception as error:  # inductor needs a C++ toolchain (and Python headers) on CPU
+        pytest.skip(f"torch.compile cannot compile here: {type(error).__name__}: {error}".splitlines()[0])
+
+
+@pytest.mark.slow
+@pytest.mark.compile
+def test_compiled_static_masking_compiles_once_across_batches_with_different_masked_counts(tmp_path):
+    skip_without_a_compiler()
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    graphs_after_each_step = []
+
+    class CountGraphs(Callback):
+        def on_train_batch_end(self, *args):
+            graphs_after_each_step.append(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+    row_lengths = ([16] * 8, [16, 12, 9, 16, 5, 16, 14, 10], [7] * 8, [13, 16] * 4)
+    masked_counts = {sum(round(0.3 * (length - 2)) for length in lengths) for lengths in row_lengths}
+    assert len(masked_counts) == len(row_lengths)
+    module = pretraining_module(static_masking=True, compile=True)
+    run = trainer(tmp_path, max_steps=4, logger=False, callbacks=[CountGraphs()])
+    try:
+        run.fit(module, loader([padded_batch(lengths) for lengths in row_lengths]))
+    finally:
+        torch._dynamo.reset()
+    assert graphs_after_each_step[0] > 0
+    assert graphs_after_each_step == graphs_after_each_step[:1] * 4
+    assert math.isfinite(run.logged_metrics["train/loss"])
