@@ -253,7 +253,8 @@ def _truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int
 
 @dataclass(frozen=True)
 class PretrainingCollator:
-    """Pads sequences to the longest in the batch and adds attention and special-token masks.
+    """Pads sequences to the longest in the batch (or to `pad_to_length`, so that every batch has one
+    shape) and adds attention and special-token masks.
 
     Specials are found by position (first token, last token, end of segment A) rather than by id,
     so a literal "[SEP]" in the text stays maskable text. With `is_continuation` (a bool per
@@ -263,10 +264,11 @@ class PretrainingCollator:
 
     pad_token_id: int
     is_continuation: np.ndarray | None = None
+    pad_to_length: int | None = None
 
     def __call__(self, rows: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
         lengths = np.array([len(row["input_ids"]) for row in rows])
-        positions = np.arange(lengths.max())[None, :]
+        positions = np.arange(max(lengths.max(), self.pad_to_length or 0))[None, :]
         filled = positions < lengths[:, None]
         input_ids = np.full(filled.shape, self.pad_token_id, dtype=np.int64)
         input_ids[filled] = np.concatenate([row["input_ids"] for row in rows])
@@ -299,8 +301,9 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     documents are held out. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
     cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
-    training step (`bertlab.lit.masking.mask_tokens`). Given the tokenizer, the sequences and the
-    training order depend only on `seed`.
+    training step (`bertlab.lit.masking.mask_tokens`). `pad_to_max_length` pads every batch to
+    `max_seq_length`, one shape for torch.compile (with task.static_masking). Given the tokenizer,
+    the sequences and the training order depend only on `seed`.
     """
 
     def __init__(
@@ -313,6 +316,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         short_seq_prob: float = 0.1,
         nsp: bool = False,
         whole_word_masking: bool = False,
+        pad_to_max_length: bool = False,
         batch_size: int = 32,
         eval_batch_size: int | None = None,
         num_workers: int = 0,
@@ -344,6 +348,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.short_seq_prob = short_seq_prob
         self.nsp = nsp
         self.whole_word_masking = whole_word_masking
+        self.pad_to_max_length = pad_to_max_length
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
         self.num_workers = num_workers
@@ -512,7 +517,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             is_continuation = np.zeros(tokenizer.get_vocab_size(), dtype=bool)
             for token, token_id in tokenizer.get_vocab().items():
                 is_continuation[token_id] = token.startswith(prefix)
-        return PretrainingCollator(pad_token_id=ids["pad"], is_continuation=is_continuation)
+        return PretrainingCollator(pad_token_id=ids["pad"], is_continuation=is_continuation,
+                                   pad_to_length=self.max_seq_length if self.pad_to_max_length else None)
 
     def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer) -> datasets.Dataset:
         tokenized = self._cached_map(

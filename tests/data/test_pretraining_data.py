@@ -212,6 +212,21 @@ def test_collator_finds_specials_by_position_not_by_id():
     assert batch["special_tokens_mask"].tolist() == [[True, False, True, False, True], [True, False, True, True, True]]
 
 
+def test_collator_pads_to_a_fixed_length_when_asked():
+    rows = [{"input_ids": np.array([2, 9, 3]), "token_type_ids": np.array([0, 0, 0])}]
+    batch = PretrainingCollator(pad_token_id=0, pad_to_length=5)(rows)
+    assert batch["input_ids"].tolist() == [[2, 9, 3, 0, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 0, 0]]
+    assert batch["special_tokens_mask"].tolist() == [[True, False, True, True, True]]
+
+
+def test_pad_to_max_length_gives_every_batch_one_shape(tiny_corpus, tmp_path):
+    module = make_module(tiny_corpus, tmp_path, short_seq_prob=0.5, batch_size=4, pad_to_max_length=True)
+    lengths = {batch["input_ids"].shape[1] for loader in (module.train_dataloader(), module.val_dataloader())
+               for batch in loader}
+    assert lengths == {module.max_seq_length}
+
+
 def test_training_order_is_seeded_and_validation_order_fixed(tiny_corpus, tmp_path):
     module = make_module(tiny_corpus, tmp_path, seed=3)
 
