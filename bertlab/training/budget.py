@@ -2,10 +2,10 @@
 time-based schedule): a short calibration measures the run's speed, and the number of optimizer steps
 that fits in the budget becomes `trainer.max_steps` before the learning-rate schedule is built.
 
-Calibration: a throwaway copy of the module trains WARMUP_STEPS + TIMED_STEPS steps on the run's data
-in a Trainer of the run's own settings (precision, strategy, devices, accumulation), then writes one
-checkpoint and runs one validation. The run's module, data order and random generators are left as
-they were, so the run that follows is the one a fixed `trainer.max_steps` gives.
+Calibration: a trial (bertlab.training.trial), a throwaway copy of the module training a few steps on
+the run's data in a Trainer of the run's own settings (precision, strategy, devices, accumulation), then
+writing one checkpoint and running one validation. The run's module, data order and random generators
+are left as they were, so the run that follows is the one a fixed `trainer.max_steps` gives.
 
 The rule: max_steps is the largest S with  S·step + ⌈S/k⌉·validation ≤ budget − calibration − start-up,
 where `step` is the mean of the timed steps, `validation` one validation plus the checkpoints written
@@ -23,28 +23,17 @@ from __future__ import annotations
 
 import logging
 import math
-import random
-import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import lightning as L
-import numpy as np
-import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.training import run_folder, trial
 
 log = logging.getLogger("bertlab")
-WARMUP_STEPS, TIMED_STEPS = 5, 20
 LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
-clock = time.perf_counter  # tests put a fake clock here
 
 
 @dataclass(frozen=True)
@@ -68,7 +57,7 @@ def check_overrides(config: DictConfig, overridden: list[str]) -> None:
 
 def recorded_length(checkpoint: Path) -> tuple[int, int]:
     """(max_steps, max_epochs) of the run `checkpoint` belongs to, from its config.yaml."""
-    path = checkpoint.parent.parent / "config.yaml"
+    path = run_folder.run_config(checkpoint)
     try:
         trainer = OmegaConf.load(path).trainer
         return int(trainer.max_steps), int(trainer.max_epochs)
@@ -119,89 +108,12 @@ def affordable_steps(seconds: float, calibration: Calibration) -> int:
 
 def calibrate(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule,
               run_dir: Path) -> Calibration:
-    """Times a throwaway copy of `module` training on `datamodule` (see the module's docstring)."""
-    started = clock()
-    with tempfile.TemporaryDirectory(prefix=".budget-", dir=run_dir) as scratch, random_state_kept():
-        timer = CalibrationClock(WARMUP_STEPS, WARMUP_STEPS + TIMED_STEPS, Path(scratch) / "calibration.ckpt")
-        probe = instantiate(cfg.trainer, max_steps=WARMUP_STEPS + TIMED_STEPS, max_epochs=-1, callbacks=[timer],
-                            logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=scratch)
-        probe.fit(independent_copy(module), datamodule=datamodule)
-        (warm, warm_validating), (timed, timed_validating) = timer.marks
-        step = ((timed - timed_validating) - (warm - warm_validating)) / TIMED_STEPS
-        checkpoint = OmegaConf.select(cfg, "callbacks.checkpoint")
-        checkpoint_writes = 0 if checkpoint is None else 1 + bool(checkpoint.get("save_last"))
-        validates = timer.validation_seconds is not None
-        calibration = Calibration(
-            step_seconds=step,
-            startup_seconds=max(0.0, warm - warm_validating - started - WARMUP_STEPS * step),
-            validation_seconds=(timer.validation_seconds or 0.0) + checkpoint_writes * timer.checkpoint_seconds,
-            steps_per_validation=(probe.val_check_batch * (probe.check_val_every_n_epoch or 1)
-                                  / probe.accumulate_grad_batches) if validates else math.inf,
-            elapsed_seconds=clock() - started)
-        return probe.strategy.broadcast(calibration)  # every process trains the steps of the first
-
-
-class CalibrationClock(L.Callback):
-    """Reads `clock` after the warm-up steps and after the last step (with the time spent validating
-    so far, left out of the steps), times one checkpoint write, then asks the loop to stop, which
-    Lightning answers with a validation, timed too."""
-
-    def __init__(self, warmup_steps: int, last_step: int, checkpoint_path: Path):
-        self.mark_steps = (warmup_steps, last_step)
-        self.checkpoint_path = checkpoint_path
-        self.marks: list[tuple[float, float]] = []  # (clock, seconds validating until then) per mark
-        self.validating = 0.0
-        self.validation_seconds: float | None = None  # the latest validation; None: none ran
-        self.checkpoint_seconds = 0.0
-        self._validation_started = 0.0
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
-                           batch_idx: int) -> None:
-        if len(self.marks) == len(self.mark_steps) or trainer.global_step < self.mark_steps[len(self.marks)]:
-            return
-        self.marks.append((now(pl_module), self.validating))
-        if len(self.marks) == len(self.mark_steps):
-            started = now(pl_module)
-            trainer.save_checkpoint(self.checkpoint_path)
-            self.checkpoint_seconds = now(pl_module) - started
-            trainer.should_stop = True
-
-    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._validation_started = now(pl_module)
-
-    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.validation_seconds = now(pl_module) - self._validation_started
-        self.validating += self.validation_seconds
-
-
-def now(module: L.LightningModule) -> float:
-    """`clock` once the device has done the work queued so far."""
-    if module.device.type == "cuda":
-        torch.cuda.synchronize(module.device)
-    return clock()
-
-
-def independent_copy(module: L.LightningModule) -> L.LightningModule:
-    """A deep copy with its own weights, compiled where `module` is: a copy drops `nn.Module.compile`'s
-    compiled call."""
-    copy = deepcopy(module)
-    for original, copied in zip(module.modules(), copy.modules()):
-        if original._compiled_call_impl is not None:
-            copied.compile()
-    return copy
-
-
-@contextmanager
-def random_state_kept() -> Iterator[None]:
-    """Python's, NumPy's and torch's global generators are put back as they were."""
-    python, numpy, cpu = random.getstate(), np.random.get_state(), torch.get_rng_state()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-    try:
-        yield
-    finally:
-        random.setstate(python)
-        np.random.set_state(numpy)
-        torch.set_rng_state(cpu)
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
+    """A trial of the run (bertlab.training.trial): its steps, then one validation and the checkpoints
+    written after it."""
+    timing = trial.time_steps(cfg, module, datamodule, run_dir)
+    checkpoint = OmegaConf.select(cfg, "callbacks.checkpoint")
+    checkpoint_writes = 0 if checkpoint is None else 1 + bool(checkpoint.get("save_last"))
+    validation = (timing.validation_seconds or 0.0) + checkpoint_writes * timing.checkpoint_seconds
+    return Calibration(step_seconds=timing.step_seconds, startup_seconds=timing.startup_seconds,
+                       validation_seconds=validation, steps_per_validation=timing.steps_per_validation,
+                       elapsed_seconds=timing.elapsed_seconds)

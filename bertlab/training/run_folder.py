@@ -39,6 +39,11 @@ def write_config(cfg: DictConfig, run_dir: Path) -> None:
         write_atomically(run_dir / "config.yaml", lambda temp: Path(temp).write_text(config_text))
 
 
+def run_config(checkpoint: Path) -> Path:
+    """The config.yaml of the run that `checkpoint` (in its lightning_checkpoints/) belongs to."""
+    return checkpoint.parent.parent / "config.yaml"
+
+
 def write_timing(run_dir: Path, minutes: float) -> None:
     """timing.json: the run's wall time, for `bertlab compare`."""
     text = json.dumps({"wall_time_min": round(minutes, 2)}) + "\n"

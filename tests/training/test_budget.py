@@ -11,29 +11,15 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from bertlab.training import budget
+from bertlab.training import trial
 from bertlab.training.budget import Calibration, affordable_steps
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256
+from tests.training.fake_clocks import FakeClock, never_read
 
 # ~12 batches per epoch, a validation and a checkpoint every 4 steps, every checkpoint kept (to resume from one).
 SCHEDULE = ["+data.max_train_lines=40", "trainer.val_check_interval=4", "callbacks.artifacts=null",
             "callbacks.checkpoint.save_top_k=-1"]
 BUDGET = "budget_minutes=0.05"
-
-
-class FakeClock:
-    """Every reading `tick` seconds after the last: the calibration, and so the steps, are the same every run."""
-
-    def __init__(self, tick: float):
-        self.tick, self.time = tick, 0.0
-
-    def __call__(self) -> float:
-        self.time += self.tick
-        return self.time
-
-
-def never_read() -> float:
-    raise AssertionError("the clock was read: the run calibrated")
 
 
 def recorded(run_dir: Path) -> tuple[int, int, float | None]:
@@ -52,10 +38,10 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
         return pretraining(tiny_data_dir, root / "cache", root / name, *SCHEDULE, "seed=3", *overrides)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(budget, "clock", FakeClock(0.08))
+        patch.setattr(trial, "clock", FakeClock(0.08))
         assert run_in_process(args("budgeted", BUDGET)).code == 0
         steps, epochs, _ = recorded(root / "budgeted")
-        patch.setattr(budget, "clock", never_read)
+        patch.setattr(trial, "clock", never_read)
         assert run_in_process(args("fixed", f"trainer.max_steps={steps}", f"trainer.max_epochs={epochs}")).code == 0
         checkpoint = root / "budgeted" / "lightning_checkpoints" / "step=8.ckpt"
         assert run_in_process(args("forked", BUDGET, f"resume='{checkpoint}'")).code == 0
@@ -110,7 +96,7 @@ def test_bad_budgets_are_one_line(tiny_data_dir, tmp_path, capsys, overrides, ex
 
 
 def test_fine_tune_trains_for_a_budget_too(tiny_data_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(budget, "clock", FakeClock(0.08))
+    monkeypatch.setattr(trial, "clock", FakeClock(0.08))
     tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
     outcome = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "run", "budget_minutes=0.016"), capsys)
     assert outcome.code == 0, outcome.err
@@ -127,13 +113,13 @@ def test_fine_tune_refuses_a_budget_beside_its_epochs(tiny_data_dir, tmp_path, c
 
 
 def test_a_budget_too_short_for_one_step_is_one_line(tiny_data_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(budget, "clock", FakeClock(0.08))
+    monkeypatch.setattr(trial, "clock", FakeClock(0.08))
     outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run", *SCHEDULE,
                                          "budget_minutes=0.01"), capsys)
     assert outcome.code == 1 and [line for line in outcome.error_lines if "error" in line] == [
         "bertlab: error: budget_minutes=0.01: too short to train after the calibration, which took 1.52 s of 0.6 s "
         "(0.024 s per step); raise budget_minutes"], outcome.err
-    assert not (tmp_path / "run" / "config.yaml").exists() and not list((tmp_path / "run").glob(".budget-*"))
+    assert not (tmp_path / "run" / "config.yaml").exists() and not list((tmp_path / "run").glob(".trial-*"))
 
 
 def test_resuming_with_a_budget_needs_the_config_of_the_resumed_run(runs, tmp_path, capsys, tiny_data_dir):
