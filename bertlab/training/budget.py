@@ -11,7 +11,8 @@ The rule: max_steps is the largest S with  S·step + ⌈S/k⌉·validation ≤ b
 where `step` is the mean of the timed steps, `validation` one validation plus the checkpoints written
 after it, k the steps between validations (the last step gets one too), and `start-up` what the
 warm-up steps took beyond their share of `step` (Trainer set-up, first batches, compilation), which
-the run pays again. Preparing the data before and the export after are outside the budget.
+the run pays again. Preparing the data and choosing the precision (`trainer.precision: fastest`,
+bertlab.training.precision) before, and the export after, are outside the budget.
 
 config.yaml records the chosen `trainer.max_steps` with `trainer.max_epochs: -1` and `budget_minutes:
 null`: that config repeats the run bit for bit, without calibrating. A resumed run keeps the steps of

@@ -1,6 +1,7 @@
 """What every training command shares, in the order it happens: the run folder and the checkpoint
 to resume from, the Trainer with its callbacks, loggers and plugins (built before any data is
 prepared, so that a bad value fails in seconds), then the command's own data and module, the
+faster precision where `trainer.precision: fastest` asks for it (bertlab.training.precision), the
 length of training a time budget affords (bertlab.training.budget), `fit`, the Hugging Face export
 and the summary.
 
@@ -28,7 +29,7 @@ from omegaconf import DictConfig
 
 from bertlab.lit.callbacks import ExportPretrained
 from bertlab.metrics import run_summary
-from bertlab.training import budget, run_folder
+from bertlab.training import budget, precision, run_folder
 
 log = logging.getLogger("bertlab")
 # What a command builds once the Trainer exists: its LightningModule and LightningDataModule.
@@ -46,6 +47,9 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
     trainer = build_trainer(cfg, [export])
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = prepare()
+    if cfg.trainer.get("precision") == precision.FASTEST:  # the Trainer above, built before the choice, is replaced
+        precision.choose(cfg, trainer.strategy.root_device, module, datamodule, run_dir, checkpoint)
+        trainer = build_trainer(cfg, [export])
     if checkpoint is not None:
         step = run_folder.checkpoint_step(Path(checkpoint))
         log.info("Resuming from %s (step %d)", checkpoint, step)
@@ -68,7 +72,9 @@ def fit(cfg: DictConfig, prepare: Prepare, export_weights: str = "final", monito
 
 
 def build_trainer(cfg: DictConfig, extra_callbacks: list[L.Callback] = ()) -> L.Trainer:
-    """The Trainer of `cfg.trainer` with the `callbacks` and `logger` groups."""
+    """The Trainer of `cfg.trainer` with the `callbacks` and `logger` groups; in 32-true while
+    `trainer.precision: fastest` is not yet chosen."""
     callbacks = [instantiate(spec) for spec in cfg.get("callbacks", {}).values() if spec is not None]
     loggers = [instantiate(spec) for spec in cfg.get("logger", {}).values() if spec is not None]
-    return instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers)
+    unchosen = {"precision": precision.BEFORE_CHOICE} if cfg.trainer.get("precision") == precision.FASTEST else {}
+    return instantiate(cfg.trainer, callbacks=[*callbacks, *extra_callbacks], logger=loggers, **unchosen)

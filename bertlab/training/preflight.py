@@ -3,9 +3,9 @@ the packages of its loggers are installed (bertlab.training.extras), every value
 (bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
 is valid and fits in memory, `model.init_from` is not combined with an architecture override, nor
 `budget_minutes` with a length of training, the output folder can be created and holds no other run,
-and a checkpoint to resume belongs to this command, task and model (and, with a budget, its run
-recorded the steps the budget chose). Hydra's own schema checks (bertlab.training.schema) have
-already run during composition.
+and a checkpoint to resume belongs to this command, task and model (and, with a budget or
+`trainer.precision: fastest`, its run recorded the steps or the precision chosen). Hydra's own schema
+checks (bertlab.training.schema) have already run during composition.
 
 Hydra calls `Preflight` before it creates the run (or sweep) folder. Hydra turns an Exception raised
 in a callback into a warning, so a refusal travels out inside `Stop`, which
@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
-from bertlab.training import budget, extras, run_folder
+from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.schema import ModelSchema
@@ -44,6 +44,8 @@ ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", 
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+# Values that bertlab replaces before their `_target_` sees them.
+BERTLAB_VALUES = {"trainer.precision": (precision.FASTEST,)}
 
 
 class Stop(BaseException):
@@ -161,12 +163,15 @@ def check_run_folder(run_dir: Path, resume: str | None) -> None:
 
 def check_resume(config: DictConfig, run_dir: Path) -> None:
     """The checkpoint of `resume` was saved by this command and task, for this model's shape; with a
-    budget, its run folder's config.yaml holds the steps to keep."""
+    budget or `trainer.precision: fastest`, its run folder's config.yaml holds the steps or the
+    precision to keep."""
     checkpoint = run_folder.resume_path(config.resume, run_dir)
     if checkpoint is None:
         return
     if config.budget_minutes is not None:
         budget.recorded_length(Path(checkpoint))
+    if OmegaConf.select(config, "trainer.precision") == precision.FASTEST:
+        precision.recorded_precision(Path(checkpoint))
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
     saved_task = ("PretrainingModule" if "mlm_probability" in saved else
@@ -228,7 +233,7 @@ def check_target_argument(config: DictConfig, key: str) -> None:
         return
     expected = parameter_annotation(parent._target_, name)
     value = OmegaConf.to_container(parent, resolve=False)[name]
-    if expected is not _NOT_JUDGED and not accepts(expected, value):
+    if expected is not _NOT_JUDGED and value not in BERTLAB_VALUES.get(key, ()) and not accepts(expected, value):
         raise ConfigError(f"{key}={format_value(value)}: expected {type_name(expected)} "
                           f"(argument {name!r} of {parent._target_}), got {type(value).__name__}")
 

@@ -69,7 +69,7 @@ RULES: dict[str, str | tuple] = {
     # trainer (Lightning's own names)
     "trainer.accelerator": ("cpu", "gpu", "cuda", "mps", "tpu", "auto"),
     "trainer.precision": ("32-true", "32", 32, "64-true", "64", 64, "bf16-mixed", "bf16", "bf16-true", "16-mixed", "16",
-                          16, "16-true", "transformer-engine"),
+                          16, "16-true", "transformer-engine", "fastest"),
     "trainer.devices": "[1, 65536]",
     "trainer.num_nodes": "[1, 65536]",
     "trainer.max_steps": "[-1, inf)",

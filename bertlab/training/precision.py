@@ -1,0 +1,77 @@
+"""`trainer.precision: fastest`: the run times its candidate precisions on this machine, with its own
+model and data, and trains in the faster. Having native bf16 decides nothing for a small model:
+autocast's casts can cost more than the narrower matmuls save (BERT-Tiny trains at 7.04 steps/s in
+32-true and 4.08 in bf16-mixed on a 2-core AVX512-BF16 Xeon).
+
+The candidates are 32-true and, where the device computes bf16 natively (a CPU with AVX512-BF16 or
+AMX, a CUDA GPU of compute capability 8.0 or more), bf16-mixed; GPUs are timed too, since a small
+model's steps are bound by kernel launches, which autocast adds to. With one candidate nothing is
+timed. Each candidate is timed in a trial (bertlab.training.trial) of the steps alone, which leaves the
+run's module, data order and random generators as they were; on a tie 32-true wins. Under data
+parallelism every process takes the timings of the first, so all choose alike.
+
+The choice comes before a time budget's calibration (bertlab.training.budget), which then measures the
+chosen precision; like preparing the data, it is outside the budget. config.yaml records the chosen
+precision: that config repeats the run bit for bit without timing. A resumed run keeps the precision
+of the config.yaml of the run it resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import lightning as L
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import CheckpointError
+from bertlab.training import run_folder, trial
+
+log = logging.getLogger("bertlab")
+FASTEST = "fastest"
+BEFORE_CHOICE = "32-true"  # the precision of a Trainer built before the choice: every device has it
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` computes bf16 natively (emulated bf16 is slower than float32)."""
+    if device.type == "cpu":
+        return torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    return device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
+
+
+def candidates(device: torch.device) -> list[str]:
+    return ["32-true", "bf16-mixed"] if native_bf16(device) else ["32-true"]
+
+
+def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, datamodule: L.LightningDataModule,
+           run_dir: Path, checkpoint: str | None) -> None:
+    """Sets `cfg.trainer.precision` from `fastest`: the faster candidate on `device`, or on resume the
+    precision of the resumed run."""
+    if checkpoint is not None:
+        chosen = recorded_precision(Path(checkpoint))
+        log.info("trainer.precision=fastest: resuming, keeping trainer.precision=%s of the resumed run", chosen)
+    elif len(options := candidates(device)) == 1:
+        chosen = options[0]
+        log.info("trainer.precision=fastest: %s (no native bf16 on this %s, nothing to time)", chosen, device.type)
+    else:
+        seconds = {option: trial.time_steps(cfg, module, datamodule, run_dir, steps_only=True,
+                                            precision=option).step_seconds for option in options}
+        chosen = min(options, key=seconds.get)
+        others = "; ".join(f"{option} {1 / seconds[option]:.3g}" for option in options if option != chosen)
+        log.info("trainer.precision=fastest: %s (%.3g steps/s; %s)", chosen, 1 / seconds[chosen], others)
+    cfg.trainer.precision = chosen
+
+
+def recorded_precision(checkpoint: Path) -> str:
+    """The precision the run `checkpoint` belongs to trained in, from its config.yaml."""
+    path = run_folder.run_config(checkpoint)
+    try:
+        precision = OmegaConf.load(path).trainer.precision
+    except Exception:
+        precision = None
+    if precision in (None, FASTEST):
+        raise CheckpointError(f"trainer.precision=fastest with resume: {path}, which records the precision the run "
+                              f"chose, is missing or has no trainer.precision; resume with trainer.precision=32-true "
+                              f"or bf16-mixed instead of fastest")
+    return precision

@@ -1,0 +1,137 @@
+"""trainer.precision=fastest (bertlab.training.precision): the candidate its trial finds faster wins and
+config.yaml records it, that config repeats the run bit for bit, a resumed run keeps it and a budget
+calibrates in it; without native bf16 nothing is timed; bad values are one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from bertlab.training import precision, trial
+from tests.bertlab_runs import fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256
+from tests.training.fake_clocks import FakeClock, never_read
+
+# ~8 batches per epoch, a validation and a checkpoint every 4 steps, every checkpoint kept (to resume from one).
+SCHEDULE = ["+data.max_train_lines=40", "trainer.val_check_interval=4", "callbacks.artifacts=null",
+            "callbacks.checkpoint.save_top_k=-1"]
+FASTEST, BUDGET = "trainer.precision=fastest", "budget_minutes=0.05"
+BF16_FASTER = {"32-true": 20.0, "bf16-mixed": 50.0}  # steps/s the trials measure
+FP32_FASTER = {"32-true": 50.0, "bf16-mixed": 20.0}
+
+
+def trials_measuring(patch: pytest.MonkeyPatch, rates: dict[str, float]) -> list[str]:
+    """On a device with native bf16, every trial of the steps alone measures `rates[its precision]` steps/s
+    (a budget's trial reads the clock of test_budget.py); returns the precisions of the trials as they run."""
+    timed, time_steps = [], trial.time_steps
+
+    def measuring(cfg, module, datamodule, run_dir, steps_only=False, **trainer_arguments):
+        timed.append(trainer_arguments.get("precision", cfg.trainer.precision))
+        # A trial of the steps alone reads the clock once per mark, TIMED_STEPS steps apart.
+        patch.setattr(trial, "clock", FakeClock(trial.TIMED_STEPS / rates[timed[-1]] if steps_only else 0.08))
+        return time_steps(cfg, module, datamodule, run_dir, steps_only, **trainer_arguments)
+
+    patch.setattr(trial, "time_steps", measuring)
+    patch.setattr(trial, "WARMUP_STEPS", 2)  # fewer steps than a real trial's: a fake clock times them
+    patch.setattr(trial, "TIMED_STEPS", 4)
+    patch.setattr(precision, "native_bf16", lambda device: True)
+    return timed
+
+
+def recorded(run_dir: Path) -> tuple[str, int, float | None]:
+    """trainer.precision, trainer.max_steps and budget_minutes of the run's config.yaml."""
+    config = OmegaConf.load(run_dir / "config.yaml")
+    return config.trainer.precision, config.trainer.max_steps, config.budget_minutes
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """"chosen" (fastest and a budget, bf16-mixed timed faster), "fixed" (the precision and steps of its
+    config.yaml) and "resumed" (fastest and the budget again, from the chosen run's step=8.ckpt, no clock)."""
+    root = tmp_path_factory.mktemp("precision")
+
+    def args(name: str, *overrides: str) -> list[str]:
+        return pretraining(tiny_data_dir, root / "cache", root / name, *SCHEDULE, "seed=3", *overrides)
+
+    with pytest.MonkeyPatch.context() as patch:
+        timed = trials_measuring(patch, BF16_FASTER)
+        assert run_in_process(args("chosen", FASTEST, BUDGET)).code == 0
+        assert timed == ["32-true", "bf16-mixed", "bf16-mixed"]  # the candidates, then the budget in the chosen one
+        chosen, steps, _ = recorded(root / "chosen")
+        patch.setattr(trial, "clock", never_read)
+        fixed = run_in_process(args("fixed", f"trainer.precision={chosen}", f"trainer.max_steps={steps}",
+                                     "trainer.max_epochs=-1"))
+        assert fixed.code == 0
+        checkpoint = root / "chosen" / "lightning_checkpoints" / "step=8.ckpt"
+        assert run_in_process(args("resumed", FASTEST, BUDGET, f"resume='{checkpoint}'")).code == 0
+        assert timed == ["32-true", "bf16-mixed", "bf16-mixed"]
+    return {name: root / name for name in ("chosen", "fixed", "resumed")}
+
+
+def test_the_faster_candidate_wins_and_config_yaml_records_it(runs):
+    chosen, steps, minutes = recorded(runs["chosen"])
+    assert chosen == "bf16-mixed" and steps > 8 and minutes is None
+    log = (runs["chosen"] / "mlm_tiny.log").read_text()
+    choice = log.index("trainer.precision=fastest: bf16-mixed (50 steps/s; 32-true 20)")
+    assert choice < log.index(f"budget_minutes=0.05: trainer.max_steps={steps} at ")
+
+
+def test_the_recorded_config_repeats_the_run_bit_for_bit(runs):
+    assert recorded(runs["fixed"]) == ("bf16-mixed", recorded(runs["chosen"])[1], None)
+    assert sha256(runs["fixed"] / "hf_model" / "model.safetensors") == sha256(
+        runs["chosen"] / "hf_model" / "model.safetensors")
+
+
+def test_a_resumed_run_keeps_the_recorded_precision(runs):
+    assert recorded(runs["resumed"]) == recorded(runs["chosen"])
+    assert ("trainer.precision=fastest: resuming, keeping trainer.precision=bf16-mixed of the resumed run"
+            in (runs["resumed"] / "mlm_tiny.log").read_text())
+    assert sha256(runs["resumed"] / "hf_model" / "model.safetensors") == sha256(
+        runs["chosen"] / "hf_model" / "model.safetensors")
+
+
+def test_fine_tune_chooses_too(tiny_data_dir, tmp_path, capsys, monkeypatch):
+    timed = trials_measuring(monkeypatch, FP32_FASTER)
+    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
+    outcome = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "run", "+data.limit_train_samples=16",
+                                         FASTEST), capsys)
+    assert outcome.code == 0, outcome.err
+    assert timed == ["32-true", "bf16-mixed"]
+    assert OmegaConf.load(tmp_path / "run" / "config.yaml").trainer.precision == "32-true"
+    log = (tmp_path / "run" / "sst2.log").read_text()
+    assert "trainer.precision=fastest: 32-true (50 steps/s; bf16-mixed 20)" in log
+
+
+def test_without_native_bf16_32_true_is_chosen_untimed(tiny_data_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: False)
+    monkeypatch.setattr(trial, "clock", never_read)
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run", "trainer.max_steps=2",
+                                         FASTEST), capsys)
+    assert outcome.code == 0, outcome.err
+    assert OmegaConf.load(tmp_path / "run" / "config.yaml").trainer.precision == "32-true"
+    assert ("trainer.precision=fastest: 32-true (no native bf16 on this cpu, nothing to time)"
+            in (tmp_path / "run" / "mlm_tiny.log").read_text())
+
+
+@pytest.mark.parametrize("value", ["fast", "fastest-true"])
+def test_bad_precisions_are_one_line(tiny_data_dir, tmp_path, capsys, value):
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run",
+                                         f"trainer.precision={value}"), capsys)
+    assert (outcome.code, outcome.error_lines) == (1, [
+        f"bertlab: error: trainer.precision='{value}': must be one of 32-true, 32, 32, 64-true, 64, 64, bf16-mixed, "
+        f"bf16, bf16-true, 16-mixed, 16, 16, 16-true, transformer-engine, fastest"]), outcome.err
+    assert not (tmp_path / "run").exists()
+
+
+def test_resuming_fastest_needs_the_config_of_the_resumed_run(runs, tmp_path, capsys, tiny_data_dir):
+    checkpoint = tmp_path / "loose" / "step=8.ckpt"
+    checkpoint.parent.mkdir()
+    shutil.copy(runs["chosen"] / "lightning_checkpoints" / "step=8.ckpt", checkpoint)
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run", *SCHEDULE, FASTEST,
+                                         f"resume='{checkpoint}'"), capsys)
+    assert outcome.error_lines == [
+        f"bertlab: error: trainer.precision=fastest with resume: {tmp_path}/config.yaml, which records the precision "
+        f"the run chose, is missing or has no trainer.precision; resume with trainer.precision=32-true or bf16-mixed "
+        f"instead of fastest"], outcome.err
