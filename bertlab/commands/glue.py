@@ -75,7 +75,7 @@ def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
         model = [f"model.init_from={checkpoint}"]
     tasks, seeds = options["tasks"].split(","), options["seeds"].split(",")
     return ["-m", f"+glue={','.join(tasks)}", f"seed={','.join(seeds)}", *model, "name=glue",
-            "trainer.precision=${fast_cpu_precision:}", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
+            "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
             "hydra.sweep.subdir=${glue.task}/seed_${seed}",
             "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
             f"+hydra.callbacks.glue_suite.jobs={len(tasks) * len(seeds)}"]

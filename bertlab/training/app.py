@@ -67,19 +67,7 @@ def model_path_from_package(package: str) -> str:
     return str(module.get_model_path())
 
 
-def fast_cpu_precision() -> str:
-    """`${fast_cpu_precision:}`: "bf16-mixed" where the CPU computes bf16 natively (AVX512-BF16 or
-    AMX, several times the fp32 matmul rate), else "32-true" (emulated bf16 would be slower). A small
-    model can train faster in 32-true even so: `trainer.precision: fastest` measures which is."""
-    import torch
-
-    from bertlab.training.precision import native_bf16
-
-    return "bf16-mixed" if native_bf16(torch.device("cpu")) else "32-true"
-
-
-RESOLVERS = {"local_or_hub": local_or_hub, "model_path_from_package": model_path_from_package,
-             "fast_cpu_precision": fast_cpu_precision}
+RESOLVERS = {"local_or_hub": local_or_hub, "model_path_from_package": model_path_from_package}
 
 
 def register_resolvers() -> None:
