@@ -6,6 +6,7 @@ The best checkpoint (on `task.monitor`) is exported to <run>/hf_model in Hugging
 
 from __future__ import annotations
 
+import importlib.resources
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -43,9 +44,10 @@ def data_tokenizer(cfg: DictConfig) -> str:
 def check_init_from(cfg: DictConfig) -> None:
     init_from = cfg.model.init_from
     if init_from and not Path(init_from).is_dir():
-        hint = ""
-        if "mlm_tiny" in str(init_from):
-            hint = "; make one first with: python -m bertlab train +recipe=mlm_tiny"
+        parts = Path(init_from).parts
+        recipe = parts[parts.index("latest") - 1] if "latest" in parts[1:] else None
+        is_recipe = recipe is not None and importlib.resources.files("bertlab.recipes").joinpath(f"{recipe}.yaml").is_file()
+        hint = f"; make one first with: python -m bertlab train +recipe={recipe}" if is_recipe else ""
         raise CheckpointError(f"model.init_from={init_from}: no such checkpoint folder{hint}")
     if not cfg.data.get("tokenizer"):
         raise ConfigError("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a "

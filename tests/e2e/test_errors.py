@@ -60,7 +60,7 @@ def test_unknown_command(capsys):
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    (["+recipe=nope"], "unknown recipe 'nope'; known recipes: mlm_base_gpu, mlm_nsp_tiny, mlm_tiny, mrpc_distill, sst2"),
+    (["+recipe=nope"], "unknown recipe 'nope'; known recipes: mlm_base_gpu, mlm_nsp_tiny, mlm_tiny, mlm_tiny_wiki, mrpc_distill"),
     (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
@@ -243,3 +243,13 @@ def test_tokenizer_that_does_not_match_the_checkpoint(checkpoint, tiny_data_dir,
     assert_one_line_error(outcome, f"tokenizer ({other}) has")
     assert "tokens but the model's embeddings have" in outcome.err
     assert_no_results(run_dir)
+
+
+@pytest.mark.parametrize("recipe", ["mlm_tiny", "mlm_tiny_wiki"])
+def test_missing_recipe_checkpoint_names_the_recipe_that_makes_it(recipe, workspace, capsys):
+    outputs = workspace / "no_outputs_yet"
+    outcome = run_in_process(["fine-tune", "+recipe=sst2", f"paths.output_dir={outputs}",
+                              f"model.init_from={outputs}/{recipe}/latest/hf_model",
+                              f"hydra.run.dir={outputs}/run"], capsys)
+    assert_one_line_error(outcome, f"model.init_from={outputs}/{recipe}/latest/hf_model: no such checkpoint "
+                                   f"folder; make one first with: python -m bertlab train +recipe={recipe}")
