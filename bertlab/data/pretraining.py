@@ -1,8 +1,10 @@
 """Pretraining data: text lines -> documents -> token ids -> `[CLS] A [SEP] B [SEP]` sequences -> batches.
 
-Every step is a `datasets.map` cached under `cache_dir` with a fingerprint made of the input's
-fingerprint, the step's settings and this file's source, so a second run with the same corpus and
-settings reuses the arrow files, and an edit of this file rebuilds them.
+Every step is cached under `cache_dir` with a fingerprint made of the input's fingerprint, the step's
+settings and this file's source, so a second run with the same corpus and settings reuses the arrow
+files, and an edit of this file rebuilds them. The steps stream from arrow file to arrow file, so
+memory does not grow with the corpus: grouping writes each document as it ends, tokenizing and packing
+are batched `datasets.map`s (in `num_proc` processes), and the tokenizer trains on the documents file.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from torch.utils.data import DataLoader
 from bertlab import tokenizer as tokenizer_module
 from bertlab.data import sources as sources_module
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
-from bertlab.data.sources import cache_folder, load_dataset_source, require_columns
+from bertlab.data.sources import cache_folder, load_dataset_source, require_columns, written_once
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 
@@ -37,7 +39,9 @@ logger = logging.getLogger(__name__)
 MAX_DOCUMENT_CHARS = 32_000
 # Share of the training documents held out for validation when the source has no validation split.
 VALIDATION_FRACTION = 0.05
-# Documents per `map` batch when packing; the random generator is re-seeded for each batch.
+# Documents per `map` batch when tokenizing: a batch's encodings are all in memory at once.
+TOKENIZE_BATCH_SIZE = 100
+# Documents per `map` batch when packing.
 PACKING_BATCH_SIZE = 256
 
 _HEADING = re.compile(r"^(?P<marks>(?:= )+)(?P<title>.*?)(?: =)+$")
@@ -49,8 +53,9 @@ _PIPELINE_SOURCE_HASH = Hasher.hash([Path(path).read_bytes()
                                      for path in (__file__, sources_module.__file__, tokenizer_module.__file__)])
 
 
-def group_documents(lines: list[str | None], wrapped_lines: bool = False) -> list[list[str]]:
-    """Group a stream of lines into documents, each a list of sentences.
+def group_documents(lines: Iterable[str | None], wrapped_lines: bool = False) -> Iterator[list[str]]:
+    """Group a stream of lines into documents, each a list of sentences, yielded as soon as it ends:
+    the lines are read once, in order, and only the open document is held.
 
     - Each line is a paragraph (WikiText, Wikipedia dumps, one sentence per row); with
       `wrapped_lines` the text is hard-wrapped (Project Gutenberg): blank lines end paragraphs and
@@ -62,7 +67,7 @@ def group_documents(lines: list[str | None], wrapped_lines: bool = False) -> lis
     - Paragraphs are split into sentences after ".", "!" or "?" followed by white space: the units
       from which segments A and B are built.
     """
-    documents: list[list[str]] = []
+    ended: list[list[str]] = []
     document: list[str] = []
     document_chars = 0
     paragraph: list[str] = []
@@ -80,7 +85,7 @@ def group_documents(lines: list[str | None], wrapped_lines: bool = False) -> lis
     def end_document() -> None:
         nonlocal document, document_chars
         if document:
-            documents.append(document)
+            ended.append(document)
         document, document_chars = [], 0
 
     for line in (part for row in lines for part in (row or "").split("\n")):
@@ -98,13 +103,15 @@ def group_documents(lines: list[str | None], wrapped_lines: bool = False) -> lis
             paragraph.append(text)
             if not wrapped_lines:
                 end_paragraph()
+        yield from ended
+        ended.clear()
     end_paragraph()
     end_document()
-    return documents
+    yield from ended
 
 
-def _documents_batch(batch: dict[str, list], text_column: str, wrapped_lines: bool) -> dict[str, list]:
-    return {"sentences": group_documents(batch[text_column], wrapped_lines)}
+def _step_fingerprint(dataset: datasets.Dataset, step: str, settings: object) -> str:
+    return Hasher.hash([dataset._fingerprint, step, settings, _PIPELINE_SOURCE_HASH])
 
 
 class _Sentences:
@@ -160,11 +167,12 @@ class SequencePacker:
         self.sep_token_id = sep_token_id
 
     def __call__(self, batch: dict[str, list], indices: list[int]) -> dict[str, list]:
-        rng = random.Random(self.seed * 1_000_003 + indices[0])
         columns: dict[str, list] = {"input_ids": [], "token_type_ids": []}
         if self.nsp:
             columns["next_sentence_label"] = []
         for document_index, sentences in zip(indices, batch["input_ids"]):
+            # Seeded per document: the sequences do not depend on how `map` batches or shards the documents.
+            rng = random.Random(self.seed * 1_000_003 + document_index)
             for tokens_a, tokens_b, is_random_next in self._pack_document(document_index, sentences, rng):
                 input_ids = [self.cls_token_id, *tokens_a, self.sep_token_id]
                 token_type_ids = [0] * len(input_ids)
@@ -302,8 +310,9 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
     cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
     training step (`bertlab.lit.masking.mask_tokens`). `pad_to_max_length` pads every batch to
-    `max_seq_length`, one shape for torch.compile (with task.static_masking). Given the tokenizer,
-    the sequences and the training order depend only on `seed`.
+    `max_seq_length`, one shape for torch.compile (with task.static_masking). `num_proc` processes
+    tokenize and pack (None: this one alone). Given the tokenizer, the sequences and the training order
+    depend only on `seed`, not on `num_proc`.
     """
 
     def __init__(
@@ -328,6 +337,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         extra_train_sources: list[dict] | None = None,
         validation_source: str | None = None,
         wrapped_lines: bool = False,
+        num_proc: int | None = None,
     ) -> None:
         super().__init__()
         if max_seq_length < 8:
@@ -339,6 +349,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         for name, value in (("batch_size", batch_size), ("eval_batch_size", eval_batch_size or batch_size)):
             if value < 1:
                 raise ConfigError(f"data.{name} must be positive, got {value}")
+        if num_proc is not None and num_proc < 1:
+            raise ConfigError(f"data.num_proc must be positive or null (this process alone), got {num_proc}")
         self.save_hyperparameters()
         self.source = source
         self.tokenizer_path = tokenizer_path
@@ -363,6 +375,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 raise ConfigError(f"data.extra_train_sources: expected entries {{source, text_column}}, got {extra}")
         self.validation_source = validation_source
         self.wrapped_lines = wrapped_lines
+        self.num_proc = num_proc
         self.tokenizer: Tokenizer | None = None
         self.collator: PretrainingCollator | None = None
         self.datasets: dict[str, datasets.Dataset] = {}
@@ -460,11 +473,14 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         require_columns(lines, [text_column], source)
         if max_lines is not None:
             lines = lines.select(range(min(max_lines, len(lines))))
-        # One batch for the whole split: documents span rows, and map batches cannot share state.
-        documents = self._cached_map(
-            lines, _documents_batch, "documents", (text_column, MAX_DOCUMENT_CHARS, self.wrapped_lines),
-            batch_size=None, remove_columns=lines.column_names,
-            fn_kwargs={"text_column": text_column, "wrapped_lines": self.wrapped_lines},
+        # One pass in this process rather than a `map`: documents span rows, and map batches cannot share state.
+        fingerprint = _step_fingerprint(lines, "documents", (text_column, MAX_DOCUMENT_CHARS, self.wrapped_lines))
+        text = (line for batch in lines.select_columns(text_column).iter(batch_size=1000)
+                for line in batch[text_column])
+        documents = written_once(
+            self.cache_dir / f"documents-{fingerprint}.arrow",
+            ({"sentences": document} for document in group_documents(text, self.wrapped_lines)),
+            datasets.Features({"sentences": datasets.Sequence(datasets.Value("string"))}), fingerprint,
         )
         if len(documents) == 0:
             raise DataError(f"{split} split of {source!r} has no text in column {text_column!r}")
@@ -522,8 +538,9 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
 
     def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer) -> datasets.Dataset:
         tokenized = self._cached_map(
-            documents, _tokenize_batch, "tokens", tokenizer.to_str(),
+            documents, _tokenize_batch, "tokens", tokenizer.to_str(), batch_size=TOKENIZE_BATCH_SIZE,
             remove_columns=documents.column_names, fn_kwargs={"tokenizer": tokenizer},
+            features=datasets.Features({"input_ids": datasets.Sequence(datasets.Sequence(datasets.Value("int32")))}),
         )
         if self.nsp and len(tokenized) < 2:
             raise DataError(
@@ -549,11 +566,13 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     def _cached_map(
         self, dataset: datasets.Dataset, function: Callable, step: str, settings: object, **map_kwargs
     ) -> datasets.Dataset:
-        """`dataset.map(function, batched=True)`, cached in cache_dir under a fingerprint of its inputs."""
-        fingerprint = Hasher.hash([dataset._fingerprint, step, settings, _PIPELINE_SOURCE_HASH])
+        """`dataset.map(function, batched=True)` in `num_proc` processes (each maps a contiguous shard),
+        cached in cache_dir under a fingerprint of its inputs."""
+        fingerprint = _step_fingerprint(dataset, step, settings)
         return dataset.map(
             function,
             batched=True,
+            num_proc=self.num_proc,
             new_fingerprint=fingerprint,
             cache_file_name=str(self.cache_dir / f"{step}-{fingerprint}.arrow"),
             desc=f"bertlab: {step}",

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import datasets
 import pyarrow.parquet as pq
+from datasets.arrow_writer import ArrowWriter
+from datasets.fingerprint import Hasher
 
 from bertlab.errors import DataError
 
@@ -78,23 +81,54 @@ def require_columns(dataset: datasets.Dataset, columns: Iterable[str], source: s
         )
 
 
-def read_text_lines(file: Path) -> datasets.Dataset:
-    """One row per line of `file` in column "text"; undecodable lines are skipped, counted and logged."""
-    lines, skipped = [], 0
+def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, fingerprint: str) -> datasets.Dataset:
+    """The dataset of `rows`, memory-mapped from the arrow file `path`, which is written first unless it
+    exists. Rows stream to disk a writer batch at a time, so memory does not grow with their number; they
+    go to a temporary file renamed once complete, so a run killed while writing leaves no partial file."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        try:
+            with ArrowWriter(features=features, path=str(partial)) as writer:
+                for row in rows:
+                    writer.write(row)
+                writer.finalize()
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
+    dataset = datasets.Dataset.from_file(str(path))
+    dataset._fingerprint = fingerprint  # what later steps' cache keys build on; not where the cache folder is
+    return dataset
+
+
+def read_text_lines(file: Path, cache_dir: str | Path | None = None) -> datasets.Dataset:
+    """One row per line of `file` in column "text"; undecodable lines are skipped, counted and logged.
+
+    The lines are written once to an arrow file in the cache folder (see `cache_folder`), keyed by the
+    file's path, size and modification time, and memory-mapped: no corpus is held in memory.
+    """
+    stat = file.stat()
+    fingerprint = Hasher.hash(["text lines", str(file.resolve()), stat.st_size, stat.st_mtime_ns])
+    lines = written_once(cache_folder(cache_dir) / f"lines-{fingerprint}.arrow", _decoded_lines(file),
+                         datasets.Features({"text": datasets.Value("string")}), fingerprint)
+    if len(lines) == 0:
+        raise DataError(f"text file {file} has no readable lines: expected UTF-8 text, one line per row")
+    return lines
+
+
+def _decoded_lines(file: Path) -> Iterator[dict[str, str]]:
+    skipped = 0
     try:
         with file.open("rb") as stream:
             for raw_line in stream:
                 try:
-                    lines.append(raw_line.decode("utf-8").rstrip("\r\n"))
+                    yield {"text": raw_line.decode("utf-8").rstrip("\r\n")}
                 except UnicodeDecodeError:
                     skipped += 1
     except OSError as error:
         raise DataError(f"cannot read text file {file}: {error}") from error
     if skipped:
         logger.warning("skipped %d line(s) of %s that are not valid UTF-8", skipped, file)
-    if not lines:
-        raise DataError(f"text file {file} has no readable lines: expected UTF-8 text, one line per row")
-    return datasets.Dataset.from_dict({"text": lines})
 
 
 def _load_folder(folder: Path, what: str, cache_dir: str | Path | None) -> datasets.DatasetDict:
@@ -133,7 +167,7 @@ def _load_files(files: list[Path], what: str, cache_dir: str | Path | None) -> d
             f"{what} file {files[0]} has an unsupported suffix {suffix!r}: expected one of {sorted(FILE_FORMATS)}"
         )
     if FILE_FORMATS[suffix] == "text":
-        return datasets.concatenate_datasets([read_text_lines(file) for file in files])
+        return datasets.concatenate_datasets([read_text_lines(file, cache_dir) for file in files])
     if all(_holds_no_rows(file) for file in files):  # the builders fail on these with unrelated messages
         raise DataError(f"{what} file(s) {[str(file) for file in files]} hold no rows; expected at least one")
     try:

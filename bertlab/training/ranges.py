@@ -39,6 +39,7 @@ RULES: dict[str, str | tuple] = {
     "data.batch_size": COUNT,
     "data.eval_batch_size": COUNT,
     "data.num_workers": "[0, 1024]",
+    "data.num_proc": COUNT,
     "data.max_train_lines": COUNT,
     "data.max_eval_lines": COUNT,
     "data.limit_train_samples": COUNT,

@@ -54,7 +54,7 @@ def test_group_documents_follows_wikitext_headings_and_joins_wrapped_lines():
         " = = Section = = ", " Body line .", "",
         " = Second = ", "A hard-wrapped", "paragraph ends here. Next sentence", "continues.", "", "",
     ]
-    assert group_documents(lines, wrapped_lines=True) == [
+    assert list(group_documents(lines, wrapped_lines=True)) == [
         ["First Article", "Intro sentence one .", "Intro two !", "Section", "Body line ."],
         ["Second", "A hard-wrapped paragraph ends here.", "Next sentence continues."],
     ]
@@ -63,11 +63,11 @@ def test_group_documents_follows_wikitext_headings_and_joins_wrapped_lines():
 def test_group_documents_takes_each_line_as_a_paragraph_by_default(monkeypatch):
     monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
     lines = ["First paragraph, one line", "then a line of twenty. Second", "Third is short."]
-    assert group_documents(lines) == [
+    assert list(group_documents(lines)) == [
         ["First paragraph, one line", "then a line of twenty.", "Second"],
         ["Third is short."],
     ]
-    assert group_documents(lines, wrapped_lines=True) == [
+    assert list(group_documents(lines, wrapped_lines=True)) == [
         ["First paragraph, one line then a line of twenty.", "Second Third is short."],
     ]
 
@@ -75,11 +75,20 @@ def test_group_documents_takes_each_line_as_a_paragraph_by_default(monkeypatch):
 def test_group_documents_cuts_books_at_paragraph_boundaries(monkeypatch):
     monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
     paragraph = ["Twenty characters in", "two lines here."]  # 36 characters once joined
-    assert group_documents([*paragraph, "", *paragraph, "", "Short."], wrapped_lines=True) == [
+    assert list(group_documents([*paragraph, "", *paragraph, "", "Short."], wrapped_lines=True)) == [
         ["Twenty characters in two lines here."],
         ["Twenty characters in two lines here."],
         ["Short."],
     ]
+
+
+def test_group_documents_yields_each_document_before_reading_further():
+    def lines():
+        yield from [" = First = ", "Some text ."]
+        yield " = Second = "
+        raise AssertionError("read past the line that ends the first document")
+
+    assert next(group_documents(lines())) == ["First", "Some text ."]
 
 
 # --- sequences ---------------------------------------------------------------------------------
@@ -150,6 +159,16 @@ def test_same_seed_same_sequences_and_other_seed_differs(tiny_corpus, tmp_path):
 
     assert contents(first) == contents(again)
     assert contents(first) != contents(other)
+
+
+def test_more_processes_give_the_same_sequences(tiny_corpus, tmp_path):
+    one = make_module(tiny_corpus, tmp_path / "one", nsp=True, short_seq_prob=0.5)
+    save_tokenizer(one.tokenizer, tmp_path / "tokenizer")
+    two = make_module(tiny_corpus, tmp_path / "two", nsp=True, short_seq_prob=0.5, num_proc=2,
+                      tokenizer_path=str(tmp_path / "tokenizer"))
+    assert len(two.datasets["train"].cache_files) == 2, "packed by two processes"
+    for split in ("train", "validation"):
+        assert one.datasets[split].with_format(None)[:] == two.datasets[split].with_format(None)[:]
 
 
 def test_second_setup_reuses_the_cache(tiny_corpus, tmp_path):
@@ -276,8 +295,9 @@ def test_text_source_keeps_empty_lines_and_skips_undecodable_ones(tmp_path, capl
     corpus = tmp_path / "train.txt"
     corpus.write_bytes(b"first line\n\nbad \xff\xfe bytes\nlast line\r\n")
     with caplog.at_level(logging.WARNING, logger="bertlab"):
-        splits = load_dataset_source(str(corpus))
+        splits = load_dataset_source(str(corpus), cache_dir=tmp_path / "cache")
     assert splits["train"]["text"] == ["first line", "", "last line"]
+    assert splits["train"].cache_files, "the lines are memory-mapped from the cache, not held in memory"
     assert "skipped 1 line(s)" in caplog.text and str(corpus) in caplog.text
 
 
@@ -298,7 +318,7 @@ def test_bad_sources_raise_clear_data_errors(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     with pytest.raises(DataError, match="empty.txt has no readable lines"):
-        load_dataset_source(str(empty))
+        load_dataset_source(str(empty), cache_dir=tmp_path / "cache")
     (tmp_path / "notes.md").write_text("nothing to load", encoding="utf-8")
     with pytest.raises(DataError, match=r"no split files.*notes.md"):
         load_dataset_source(str(tmp_path))
