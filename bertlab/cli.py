@@ -1,6 +1,6 @@
 """`python -m bertlab <command> [arguments…]`: a table of subcommands.
 
-Hydra commands (train, fine-tune) take Hydra overrides; the others take ordinary options.
+Hydra commands (train, prepare-data, fine-tune) take Hydra overrides; the others take ordinary options.
 Every error ends the command with one `bertlab: error: …` line on stderr: exit status 2 for a
 malformed command line, 1 for the rest. BERTLAB_DEBUG=1 shows the traceback instead.
 """
@@ -27,6 +27,7 @@ COMMANDS = {
     "attention": ("attention", "attention maps (layers × heads) of a sentence or pair, as PNGs"),
     "heads": ("heads", "head importance of a classifier, the metric against heads pruned, a pruned export"),
     "summarize": ("summarize", "table of final metrics (per run, mean ± std) of a sweep folder"),
+    "prepare-data": ("prepare_data", "build a train config's pretraining data into data.cache_dir, once, before a multi-node train"),
     "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),
 }
 
