@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from datasets.arrow_writer import ArrowWriter
 from datasets.fingerprint import Hasher
 
 from bertlab.errors import DataError
+from bertlab.hf_format import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -83,19 +83,16 @@ def require_columns(dataset: datasets.Dataset, columns: Iterable[str], source: s
 
 def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, fingerprint: str) -> datasets.Dataset:
     """The dataset of `rows`, memory-mapped from the arrow file `path`, which is written first unless it
-    exists. Rows stream to disk a writer batch at a time, so memory does not grow with their number; they
-    go to a temporary file renamed once complete, so a run killed while writing leaves no partial file."""
+    exists. Rows stream to disk a writer batch at a time, so memory does not grow with their number; the
+    file is written atomically, so a run killed while writing leaves no partial file."""
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        try:
-            with ArrowWriter(features=features, path=str(partial)) as writer:
+        def write(temp: str) -> None:
+            with ArrowWriter(features=features, path=temp) as writer:
                 for row in rows:
                     writer.write(row)
                 writer.finalize()
-            partial.replace(path)
-        finally:
-            partial.unlink(missing_ok=True)
+
+        write_atomically(path, write)
     dataset = datasets.Dataset.from_file(str(path))
     dataset._fingerprint = fingerprint  # what later steps' cache keys build on; not where the cache folder is
     return dataset
