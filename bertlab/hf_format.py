@@ -109,7 +109,9 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(path)
     except (SafetensorError, OSError, ValueError) as error:
-        raise CheckpointError(f"{path}: unreadable safetensors file, truncated or corrupted ({error})") from None
+        # safetensors quotes the corrupt header in its message, newlines included: keep the error one line.
+        reason = str(error).replace("\n", "\\n")
+        raise CheckpointError(f"{path}: unreadable safetensors file, truncated or corrupted ({reason})") from None
 
 
 def normalise_keys(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
