@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bertlab.errors import UsageError
+from bertlab.training.run_folder import HF_MODEL
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -26,6 +27,13 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def checkpoint_folder(text: str) -> str:
+    """An argparse type: a bertlab run folder stands for its hf_model/ export; any other path is kept
+    (a Hugging Face folder, or a file where the command takes one) for the loader to check."""
+    export = Path(text) / HF_MODEL
+    return str(export) if export.is_dir() else text
 
 
 def output_file(*suffixes: str) -> Callable[[str], Path]:

@@ -9,7 +9,7 @@ import logging
 import re
 from pathlib import Path
 
-from bertlab.commands.arguments import ArgumentParser
+from bertlab.commands.arguments import ArgumentParser, checkpoint_folder
 from bertlab.errors import CheckpointError, UsageError
 from bertlab.interpret.attention_maps import plot_attention_grid, plot_head, plot_token_attention, sentence_attentions
 from bertlab.model import BertModel
@@ -57,7 +57,7 @@ def token_choice(text: str, tokens: list[str]) -> int:
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", help="a bertlab run's hf_model/, an export, or a Hugging Face BERT folder")
+    parser.add_argument("checkpoint", type=checkpoint_folder, help="a bertlab run folder (its hf_model/), an export, or a Hugging Face BERT folder")
     parser.add_argument("text")
     parser.add_argument("text_pair", nargs="?", default=None, help="a second sentence (a pair, as for MRPC or NLI)")
     parser.add_argument("--head", help="LAYER.HEAD (from 0) to draw enlarged, e.g. 1.0")

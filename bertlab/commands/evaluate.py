@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bertlab.commands.arguments import (ArgumentParser, add_labelled_data_options, labelled_data_options,
-                                       output_file, positive_int)
+from bertlab.commands.arguments import (ArgumentParser, add_labelled_data_options, checkpoint_folder,
+                                       labelled_data_options, output_file, positive_int)
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
 
@@ -20,7 +20,7 @@ def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, **data_option
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", help="a fine-tuned checkpoint folder")
+    parser.add_argument("checkpoint", type=checkpoint_folder, help="a fine-tuned checkpoint folder, or the run folder that has it")
     add_labelled_data_options(parser)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")

@@ -18,6 +18,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from bertlab.commands.arguments import checkpoint_folder
 from bertlab.commands.fine_tune import fine_tune
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, UsageError
@@ -30,8 +31,7 @@ OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "scratch": "false"}
 
 
 def hugging_face_folder(checkpoint: str) -> Path:
-    path = Path(checkpoint)
-    folder = path / HF_MODEL if (path / HF_MODEL).is_dir() else path
+    folder = Path(checkpoint_folder(checkpoint))
     if not (folder / "config.json").is_file():
         raise CheckpointError(f"{checkpoint}: not a checkpoint; expected a bertlab run folder (with {HF_MODEL}/) or "
                               f"a Hugging Face BERT folder (with config.json)")

@@ -13,8 +13,8 @@ import json
 import time
 from pathlib import Path
 
-from bertlab.commands.arguments import (ArgumentParser, add_labelled_data_options, labelled_data_options,
-                                       positive_int)
+from bertlab.commands.arguments import (ArgumentParser, add_labelled_data_options, checkpoint_folder,
+                                       labelled_data_options, positive_int)
 from bertlab.errors import UsageError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
@@ -46,7 +46,7 @@ def sentences_per_second(model, data: LabelledSplit, batch_size: int, repeats: i
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", help="a fine-tuned classifier folder")
+    parser.add_argument("checkpoint", type=checkpoint_folder, help="a fine-tuned classifier folder, or the run folder that has it")
     add_labelled_data_options(parser)
     parser.add_argument("--metric", help="the metric of the curve (default: accuracy; pearson for regression)")
     parser.add_argument("--step", type=positive_int, default=1, help="heads masked between two points of the curve")

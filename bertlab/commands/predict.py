@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlab.commands.arguments import ArgumentParser, output_file, positive_int
+from bertlab.commands.arguments import ArgumentParser, checkpoint_folder, output_file, positive_int
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
@@ -61,7 +61,7 @@ def write(rows: list[dict], output: Path | None) -> None:
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", help="a fine-tuned checkpoint folder (config.json, model.safetensors, tokenizer)")
+    parser.add_argument("checkpoint", type=checkpoint_folder, help="a fine-tuned checkpoint folder (config.json, model.safetensors, tokenizer) or its run folder")
     parser.add_argument("texts", nargs="*", help="sentences to classify")
     parser.add_argument("--file", help="a .txt file (one input per line) or a .csv/.jsonl/.json/.parquet file")
     parser.add_argument("--column", default="sentence", help="the text column of --file (default: sentence)")

@@ -51,6 +51,17 @@ def test_pair_and_json(checkpoint, capsys):
     assert second["normalized"] == "second"
 
 
+def test_a_run_folder_stands_for_its_export(checkpoint, tmp_path, capsys):
+    """Every command that takes a checkpoint (predict, evaluate, attention, heads, tokenize) reads a bertlab
+    run folder's hf_model/, as `glue` does."""
+    export = tmp_path / "run" / "hf_model"
+    export.mkdir(parents=True)
+    (export / "vocab.txt").write_bytes((checkpoint / "vocab.txt").read_bytes())
+    from_run, from_export = (run_in_process(["tokenize", str(path), SENTENCE], capsys) for path in (export.parent, export))
+    assert from_run.code == 0, from_run.err
+    assert from_run.out == from_export.out
+
+
 def test_table_columns_line_up_in_terminal_columns():
     lines = table(["word", "id"], [["我爱", "1"], ["cafe", "22"], ["Cafe\u0301", "3"]], indent="")
     assert {display_width(line[: line.rindex(" ") + 1]) for line in lines} == {6}
