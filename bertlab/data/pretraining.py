@@ -152,11 +152,16 @@ class SequencePacker:
     pieces so that A and B can split them. A + B exceed the budget only by the one token a full
     one-segment A leaves no room for; the longer one then loses a token at its front or back, at
     random. Sequences never mix documents, except for the random B.
+
+    With probability `copy_pair_prob` a sequence is instead `[CLS] A [SEP] A' [SEP]`: A cut to half the
+    budget, A' the same tokens each left out with probability `copy_drop_prob`. A masked token of one
+    segment can then be read off the other, which teaches the attention to find a segment's tokens in
+    the other one: what a cross-encoder needs for sentence-pair tasks (STS-B, MRPC).
     """
 
     def __init__(
         self, documents: datasets.Dataset, *, max_seq_length: int, short_seq_prob: float, nsp: bool, seed: int,
-        cls_token_id: int, sep_token_id: int,
+        cls_token_id: int, sep_token_id: int, copy_pair_prob: float = 0.0, copy_drop_prob: float = 0.15,
     ) -> None:
         self.documents = documents
         self.max_num_tokens = max_seq_length - 3
@@ -165,6 +170,8 @@ class SequencePacker:
         self.seed = seed
         self.cls_token_id = cls_token_id
         self.sep_token_id = sep_token_id
+        self.copy_pair_prob = copy_pair_prob
+        self.copy_drop_prob = copy_drop_prob
 
     def __call__(self, batch: dict[str, list], indices: list[int]) -> dict[str, list]:
         columns: dict[str, list] = {"input_ids": [], "token_type_ids": []}
@@ -214,6 +221,9 @@ class SequencePacker:
                     i -= len(chunk) - a_end
                     tokens_b = self._random_segment(document_index, room_for_b, rng)
                 _truncate_pair(tokens_a, tokens_b, self.max_num_tokens, rng)
+                if self.copy_pair_prob and rng.random() < self.copy_pair_prob:
+                    tokens_a = tokens_a[: self.max_num_tokens // 2]
+                    tokens_b = [token for token in tokens_a if rng.random() >= self.copy_drop_prob]
                 yield tokens_a, tokens_b, is_random_next
                 chunk, chunk_length = [], 0
                 target_length = self._target_length(rng)
@@ -338,6 +348,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         validation_source: str | None = None,
         wrapped_lines: bool = False,
         num_proc: int | None = None,
+        copy_pair_prob: float = 0.0,
+        copy_drop_prob: float = 0.15,
     ) -> None:
         super().__init__()
         if max_seq_length < 8:
@@ -351,6 +363,9 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 raise ConfigError(f"data.{name} must be positive, got {value}")
         if num_proc is not None and num_proc < 1:
             raise ConfigError(f"data.num_proc must be positive or null (this process alone), got {num_proc}")
+        if copy_pair_prob and nsp:
+            raise ConfigError(f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment "
+                              f"is neither the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
         self.save_hyperparameters()
         self.source = source
         self.tokenizer_path = tokenizer_path
@@ -376,6 +391,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.validation_source = validation_source
         self.wrapped_lines = wrapped_lines
         self.num_proc = num_proc
+        self.copy_pair_prob = copy_pair_prob
+        self.copy_drop_prob = copy_drop_prob
         self.tokenizer: Tokenizer | None = None
         self.collator: PretrainingCollator | None = None
         self.datasets: dict[str, datasets.Dataset] = {}
@@ -405,7 +422,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.tokenizer = self._load_or_train_tokenizer(documents["train"])
         self.collator = self._make_collator(self.tokenizer)
         for split, documents_of_split in documents.items():
-            sequences = self._sequences(documents_of_split, self.tokenizer)
+            sequences = self._sequences(documents_of_split, self.tokenizer, copy_pairs=split == "train")
             num_tokens = pc.sum(pc.list_value_length(sequences.data.column("input_ids"))).as_py()
             source = self.validation_source if split == "validation" and self.validation_source else self.source
             logger.info(
@@ -536,7 +553,9 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         return PretrainingCollator(pad_token_id=ids["pad"], is_continuation=is_continuation,
                                    pad_to_length=self.max_seq_length if self.pad_to_max_length else None)
 
-    def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer) -> datasets.Dataset:
+    def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer, copy_pairs: bool) -> datasets.Dataset:
+        """Packed sequences; copied pairs (`copy_pair_prob`) in the training split only, so that validation
+        measures the masked LM on plain text."""
         tokenized = self._cached_map(
             documents, _tokenize_batch, "tokens", tokenizer.to_str(), batch_size=TOKENIZE_BATCH_SIZE,
             remove_columns=documents.column_names, fn_kwargs={"tokenizer": tokenizer},
@@ -547,9 +566,11 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 f"next-sentence prediction needs at least 2 documents; {self.source!r} gives {len(tokenized)}"
             )
         ids = special_token_ids(tokenizer)
+        copy_pair_prob = self.copy_pair_prob if copy_pairs else 0.0
         packer = SequencePacker(
             tokenized, max_seq_length=self.max_seq_length, short_seq_prob=self.short_seq_prob, nsp=self.nsp,
             seed=self.seed, cls_token_id=ids["cls"], sep_token_id=ids["sep"],
+            copy_pair_prob=copy_pair_prob, copy_drop_prob=self.copy_drop_prob,
         )
         features = {
             "input_ids": datasets.Sequence(datasets.Value("int32")),
@@ -557,8 +578,11 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         }
         if self.nsp:
             features["next_sentence_label"] = datasets.Value("int8")
+        settings = (self.max_seq_length, self.short_seq_prob, self.nsp, self.seed)
+        if copy_pair_prob:  # without copies, the fingerprint (and the cached file) of earlier versions
+            settings += (copy_pair_prob, self.copy_drop_prob)
         return self._cached_map(
-            tokenized, packer, "sequences", (self.max_seq_length, self.short_seq_prob, self.nsp, self.seed),
+            tokenized, packer, "sequences", settings,
             with_indices=True, batch_size=PACKING_BATCH_SIZE, remove_columns=tokenized.column_names,
             features=datasets.Features(features),
         )

@@ -36,6 +36,8 @@ RULES: dict[str, str | tuple] = {
     # data (corpus and classification datasets)
     "data.max_seq_length": "[8, 1048576]",
     "data.short_seq_prob": PROBABILITY,
+    "data.copy_pair_prob": PROBABILITY,
+    "data.copy_drop_prob": PROBABILITY,
     "data.batch_size": COUNT,
     "data.eval_batch_size": COUNT,
     "data.num_workers": "[0, 1024]",

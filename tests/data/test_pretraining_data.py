@@ -15,7 +15,7 @@ import torch
 from bertlab.data import pretraining
 from bertlab.data.pretraining import PretrainingCollator, PretrainingDataModule, group_documents
 from bertlab.data.sources import load_dataset_source, require_columns
-from bertlab.errors import DataError
+from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import save_tokenizer, special_token_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +144,25 @@ def test_next_sentence_pairs_are_balanced_and_from_the_right_documents(tiny_corp
             identified += 1
             assert (documents_a == documents_b) == (row["next_sentence_label"] == 0)
     assert identified > 0.9 * len(dataset)
+
+
+def test_copied_pairs_repeat_segment_a_with_tokens_left_out_in_training_only(tiny_corpus, tmp_path):
+    plain = make_module(tiny_corpus, tmp_path / "plain")
+    module = make_module(tiny_corpus, tmp_path / "copies", copy_pair_prob=0.5, copy_drop_prob=0.3)
+    copies = left_out = kept = 0
+    for row in module.datasets["train"]:
+        tokens_a, tokens_b = split_segments(row)
+        iterator = iter(tokens_a)
+        if 2 * len(tokens_b) >= len(tokens_a) and all(token in iterator for token in tokens_b):  # A minus some tokens
+            copies += 1
+            assert len(tokens_a) <= (32 - 3) // 2
+            kept, left_out = kept + len(tokens_b), left_out + len(tokens_a) - len(tokens_b)
+    assert 0.35 < copies / len(module.datasets["train"]) < 0.65
+    assert 0.2 < left_out / (kept + left_out) < 0.4
+    copied, unchanged = ([row.tolist() for row in each.datasets["validation"]["input_ids"]] for each in (module, plain))
+    assert copied == unchanged, "validation text stays plain"
+    with pytest.raises(ConfigError, match="data.copy_pair_prob=0.5 with next-sentence prediction"):
+        make_module(tiny_corpus, tmp_path / "nsp", copy_pair_prob=0.5, nsp=True)
 
 
 def test_same_seed_same_sequences_and_other_seed_differs(tiny_corpus, tmp_path):
