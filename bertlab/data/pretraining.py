@@ -363,9 +363,6 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 raise ConfigError(f"data.{name} must be positive, got {value}")
         if num_proc is not None and num_proc < 1:
             raise ConfigError(f"data.num_proc must be positive or null (this process alone), got {num_proc}")
-        if copy_pair_prob and nsp:
-            raise ConfigError(f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment "
-                              f"is neither the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
         self.save_hyperparameters()
         self.source = source
         self.tokenizer_path = tokenizer_path

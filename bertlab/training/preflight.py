@@ -139,6 +139,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
         check_target_argument(config, key)
     check_init_from(config, overridden)
     check_transfer(config)
+    check_copy_pairs(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:
         return
@@ -221,6 +222,13 @@ def check_transfer(config: DictConfig) -> None:
     if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
         raise ConfigError("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
                           "(or +recipe=sst2_distill), or set data.transfer.copies=0 and data.transfer.unlabelled=null")
+
+
+def check_copy_pairs(config: DictConfig) -> None:
+    copy_pair_prob = OmegaConf.select(config, "data.copy_pair_prob", default=None)
+    if copy_pair_prob and OmegaConf.select(config, "task.nsp", default=False):
+        raise ConfigError(f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment is "
+                          f"neither the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
 
 
 def check_target_argument(config: DictConfig, key: str) -> None:

@@ -15,7 +15,7 @@ import torch
 from bertlab.data import pretraining
 from bertlab.data.pretraining import PretrainingCollator, PretrainingDataModule, group_documents
 from bertlab.data.sources import load_dataset_source, require_columns
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
 from bertlab.tokenizer import save_tokenizer, special_token_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -161,8 +161,6 @@ def test_copied_pairs_repeat_segment_a_with_tokens_left_out_in_training_only(tin
     assert 0.2 < left_out / (kept + left_out) < 0.4
     copied, unchanged = ([row.tolist() for row in each.datasets["validation"]["input_ids"]] for each in (module, plain))
     assert copied == unchanged, "validation text stays plain"
-    with pytest.raises(ConfigError, match="data.copy_pair_prob=0.5 with next-sentence prediction"):
-        make_module(tiny_corpus, tmp_path / "nsp", copy_pair_prob=0.5, nsp=True)
 
 
 def test_same_seed_same_sequences_and_other_seed_differs(tiny_corpus, tmp_path):
