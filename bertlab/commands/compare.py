@@ -80,13 +80,17 @@ def differing_keys(configs: list[dict[str, Any]]) -> list[str]:
             and len({json.dumps(config.get(key), sort_keys=True, default=str) for config in configs}) > 1]
 
 
-def plot_curves(folders: list[Path], labels: list[str], path: Path) -> None:
+def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any]], path: Path) -> None:
+    """The validation curves overlaid, one panel per metric, and the GLUE task scores of suite folders as bars."""
     frames = [read_metrics(folder) for folder in folders]
     panels = [name for name in CURVES if any(name in metric_names(frame) for frame in frames)]
-    figure = Figure(figsize=(5 * max(1, len(panels)), 3.8), layout="constrained")
+    tasks = sorted({key for row in rows for key in row if key.startswith("GLUE ")},
+                   key=lambda key: (key == "GLUE average", key))
+    count = len(panels) + bool(tasks)
+    figure = Figure(figsize=(5 * max(1, count), 3.8), layout="constrained")
     FigureCanvasAgg(figure)
     for index, name in enumerate(panels):
-        axes = figure.add_subplot(1, len(panels), index + 1)
+        axes = figure.add_subplot(1, count, index + 1)
         for frame, label in zip(frames, labels):
             if name in metric_names(frame):
                 values = series(frame, name)
@@ -96,6 +100,17 @@ def plot_curves(folders: list[Path], labels: list[str], path: Path) -> None:
         axes.grid(alpha=0.3)
         if "perplexity" in name:
             axes.set_yscale("log")
+        axes.legend(fontsize=8)
+    if tasks:
+        axes = figure.add_subplot(1, count, count)
+        width = 0.8 / len(rows)
+        for index, (row, label) in enumerate(zip(rows, labels)):
+            axes.bar([task + index * width for task in range(len(tasks))], [row.get(key, math.nan) for key in tasks],
+                     width, label=label)
+        axes.set_xticks([task + width * (len(rows) - 1) / 2 for task in range(len(tasks))],
+                        [key.removeprefix("GLUE ") for key in tasks])
+        axes.set_title("GLUE task scores")
+        axes.grid(axis="y", alpha=0.3)
         axes.legend(fontsize=8)
     write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
 
@@ -130,7 +145,7 @@ def compare(folders: list[Path], output: Path) -> str:
     lines += ["| " + " | ".join([key, *(format_value(row.get(key)) for row in rows)]) + " |" for key in columns[1:]]
     markdown = "\n".join(lines) + "\n\n" + "\n".join(f"{label} = {folder}" for label, folder in zip(labels, folders)) + "\n"
     write_atomically(output / "compare.md", lambda temp: Path(temp).write_text(markdown))
-    plot_curves(folders, labels, output / "compare.png")
+    plot_curves(folders, labels, rows, output / "compare.png")
     return markdown
 
 

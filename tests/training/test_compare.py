@@ -7,6 +7,7 @@ import csv
 import json
 from pathlib import Path
 
+import matplotlib.image
 import pandas as pd
 from omegaconf import OmegaConf
 
@@ -41,6 +42,20 @@ def test_two_runs_that_differ_in_one_key(tmp_path):
         rows = list(csv.DictReader(handle))
     assert [row["task.mlm_probability"] for row in rows] == ["0.15", "0.4"]
     assert (tmp_path / "out" / "compare.png").stat().st_size > 5000
+
+
+def test_two_glue_suites_are_drawn_as_bars(tmp_path):
+    suites = []
+    for name, scores in (("scratch", (54.0, 16.5)), ("pretrained", (51.6, 55.6))):
+        suite = tmp_path / name
+        suite.mkdir()
+        (suite / "glue.csv").write_text("task,metric,seeds,mean,std,median,task score\n"
+                                        f"rte,accuracy,3,,,,{scores[0]}\nstsb,pearson,3,,,,{scores[1]}\n"
+                                        f"GLUE average,,,,,,{sum(scores) / 2}\n")
+        suites.append(suite)
+    compare(suites, tmp_path / "out")
+    image = matplotlib.image.imread(tmp_path / "out" / "compare.png")
+    assert (image[..., :3] < 0.9).any(axis=-1).mean() > 0.02, "the figure has bars, not only a white page"
 
 
 def test_a_folder_that_is_no_run_is_one_line_error(tmp_path, capsys):
