@@ -57,7 +57,8 @@ def token_choice(text: str, tokens: list[str]) -> int:
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", type=checkpoint_folder, help="a bertlab run folder (its hf_model/), an export, or a Hugging Face BERT folder")
+    parser.add_argument("checkpoint", type=checkpoint_folder,
+                        help="a bertlab run folder (its hf_model/), an export, or a Hugging Face BERT folder")
     parser.add_argument("text")
     parser.add_argument("text_pair", nargs="?", default=None, help="a second sentence (a pair, as for MRPC or NLI)")
     parser.add_argument("--head", help="LAYER.HEAD (from 0) to draw enlarged, e.g. 1.0")

@@ -20,7 +20,8 @@ def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, **data_option
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", type=checkpoint_folder, help="a fine-tuned checkpoint folder, or the run folder that has it")
+    parser.add_argument("checkpoint", type=checkpoint_folder,
+                        help="a fine-tuned checkpoint folder, or the run folder that has it")
     add_labelled_data_options(parser)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")

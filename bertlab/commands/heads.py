@@ -46,7 +46,8 @@ def sentences_per_second(model, data: LabelledSplit, batch_size: int, repeats: i
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", type=checkpoint_folder, help="a fine-tuned classifier folder, or the run folder that has it")
+    parser.add_argument("checkpoint", type=checkpoint_folder,
+                        help="a fine-tuned classifier folder, or the run folder that has it")
     add_labelled_data_options(parser)
     parser.add_argument("--metric", help="the metric of the curve (default: accuracy; pearson for regression)")
     parser.add_argument("--step", type=positive_int, default=1, help="heads masked between two points of the curve")

@@ -61,7 +61,9 @@ def write(rows: list[dict], output: Path | None) -> None:
 
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("checkpoint", type=checkpoint_folder, help="a fine-tuned checkpoint folder (config.json, model.safetensors, tokenizer) or its run folder")
+    parser.add_argument("checkpoint", type=checkpoint_folder,
+                        help="a fine-tuned checkpoint folder (config.json, model.safetensors, tokenizer), or its run "
+                             "folder")
     parser.add_argument("texts", nargs="*", help="sentences to classify")
     parser.add_argument("--file", help="a .txt file (one input per line) or a .csv/.jsonl/.json/.parquet file")
     parser.add_argument("--column", default="sentence", help="the text column of --file (default: sentence)")

@@ -102,7 +102,8 @@ def report(tokenizer: Tokenizer, stages: TokenizerStages) -> str:
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("tokenizer", type=checkpoint_folder,
-                        help="a checkpoint folder (tokenizer.json or vocab.txt) or its run folder, a vocab.txt or a tokenizer.json")
+                        help="a checkpoint folder (tokenizer.json or vocab.txt) or its run folder, a vocab.txt "
+                             "or a tokenizer.json")
     parser.add_argument("text")
     parser.add_argument("text_pair", nargs="?", default=None, help="a second text (a pair, as for MRPC or NLI)")
     parser.add_argument("--json", action="store_true", help="print the stages as JSON instead of tables")

@@ -57,7 +57,8 @@ def test_a_run_folder_stands_for_its_export(checkpoint, tmp_path, capsys):
     export = tmp_path / "run" / "hf_model"
     export.mkdir(parents=True)
     (export / "vocab.txt").write_bytes((checkpoint / "vocab.txt").read_bytes())
-    from_run, from_export = (run_in_process(["tokenize", str(path), SENTENCE], capsys) for path in (export.parent, export))
+    from_run, from_export = (run_in_process(["tokenize", str(path), SENTENCE], capsys)
+                             for path in (export.parent, export))
     assert from_run.code == 0, from_run.err
     assert from_run.out == from_export.out
 
