@@ -419,7 +419,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.tokenizer = self._load_or_train_tokenizer(documents["train"])
         self.collator = self._make_collator(self.tokenizer)
         for split, documents_of_split in documents.items():
-            sequences = self._sequences(documents_of_split, self.tokenizer, copy_pairs=split == "train")
+            copy_pair_prob = self.copy_pair_prob if split == "train" else 0.0  # validation: plain text
+            sequences = self._sequences(documents_of_split, self.tokenizer, copy_pair_prob)
             num_tokens = pc.sum(pc.list_value_length(sequences.data.column("input_ids"))).as_py()
             source = self.validation_source if split == "validation" and self.validation_source else self.source
             logger.info(
@@ -550,9 +551,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         return PretrainingCollator(pad_token_id=ids["pad"], is_continuation=is_continuation,
                                    pad_to_length=self.max_seq_length if self.pad_to_max_length else None)
 
-    def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer, copy_pairs: bool) -> datasets.Dataset:
-        """Packed sequences; copied pairs (`copy_pair_prob`) in the training split only, so that validation
-        measures the masked LM on plain text."""
+    def _sequences(self, documents: datasets.Dataset, tokenizer: Tokenizer, copy_pair_prob: float) -> datasets.Dataset:
         tokenized = self._cached_map(
             documents, _tokenize_batch, "tokens", tokenizer.to_str(), batch_size=TOKENIZE_BATCH_SIZE,
             remove_columns=documents.column_names, fn_kwargs={"tokenizer": tokenizer},
@@ -563,7 +562,6 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 f"next-sentence prediction needs at least 2 documents; {self.source!r} gives {len(tokenized)}"
             )
         ids = special_token_ids(tokenizer)
-        copy_pair_prob = self.copy_pair_prob if copy_pairs else 0.0
         packer = SequencePacker(
             tokenized, max_seq_length=self.max_seq_length, short_seq_prob=self.short_seq_prob, nsp=self.nsp,
             seed=self.seed, cls_token_id=ids["cls"], sep_token_id=ids["sep"],
