@@ -111,7 +111,7 @@ def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any
                         [key.removeprefix("GLUE ") for key in tasks])
         axes.set_title("GLUE task scores")
         axes.grid(axis="y", alpha=0.3)
-        axes.legend(fontsize=8)
+        axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncols=2)  # below: bars reach the top
     write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
 
 
