@@ -73,11 +73,12 @@ def bertlab_batch(examples: list[dict[str, list[int]]]) -> dict[str, torch.Tenso
     return batch
 
 
-def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, compile: bool = False,
-                        optimizer: partial | None = None) -> Measurement:
+def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, optimizer: partial | None = None,
+                        **module_options) -> Measurement:
+    """`module_options`: more PretrainingModule arguments (compile, mlm_probability, dropout, …)."""
     module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"],
                                optimizer=bertlab_optimizer(optimizer), special_token_ids=list(special_ids.values()),
-                               seed=setup.seed, compile=compile)
+                               seed=setup.seed, **module_options)
     batch = bertlab_batch(mlm_examples(setup, special_ids))
     batches = [batch] * (setup.warmup + setup.steps)
 

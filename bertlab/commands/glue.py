@@ -1,4 +1,4 @@
-"""`python -m bertlab glue CHECKPOINT [tasks=cola,sst2,…] [seeds=0,1,2] [scratch=true] [overrides…]`:
+"""`python -m bertlab glue CHECKPOINT [tasks=cola,sst2,…] [seeds=0,1,2] [lrs=…] [scratch=true] [overrides…]`:
 the GLUE suite for a pretrained model — a fine-tune per task and seed, then the GLUE table.
 
 CHECKPOINT is a bertlab run folder (its hf_model/ is used), a Hugging Face BERT folder, or the
@@ -6,8 +6,11 @@ CHECKPOINT is a bertlab run folder (its hf_model/ is used), a Hugging Face BERT 
 are cola, sst2, mrpc, stsb, qqp, mnli, mnli_mm, qnli, rte, wnli (those without a copy in
 $BERTLAB_DATA_DIR/glue come from the hub, nyu-mll/glue). `scratch=true` trains the same architecture
 from random weights with the checkpoint's vocabulary: the control. Other arguments are `fine-tune`
-overrides for every job (e.g. optimizer.lr=1e-3). The suite folder (hydra.sweep.dir, default
-outputs/glue/<recipe>/<run>[_scratch]) gets <task>/seed_<n>/ per job and glue.csv, glue.md and
+overrides for every job (e.g. optimizer.lr=1e-3). `lrs` is a grid of fine-tuning learning rates
+instead of one: every task runs every seed at each, and the table reports each task at the rate
+with the best mean score, as BERT's and Google's small BERTs' GLUE figures were chosen on dev.
+The suite folder (hydra.sweep.dir, default outputs/glue/<recipe>/<run>[_scratch]) gets
+<task>/seed_<n>/ per job (<task>/lr_<rate>/seed_<n>/ with `lrs`) and glue.csv, glue.md and
 glue.png; run again, the command skips the jobs that finished.
 """
 
@@ -27,7 +30,7 @@ from bertlab.training.glue import GLUE_SMALL, GLUE_TASKS, finished
 from bertlab.training.preflight import ARCHITECTURE_KEYS
 from bertlab.training.run_folder import HF_MODEL
 
-OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "scratch": "false"}
+OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "lrs": "", "scratch": "false"}
 
 
 def hugging_face_folder(checkpoint: str) -> Path:
@@ -57,9 +60,22 @@ def parse(argv: list[str]) -> tuple[Path, dict[str, str], list[str]]:
                          f"expected some of {', '.join(GLUE_TASKS)}")
     if not all(seed.isdigit() for seed in options["seeds"].split(",")):
         raise UsageError(f"bertlab glue: seeds={options['seeds']}: expected non-negative integers, e.g. seeds=0,1,2")
+    if options["lrs"]:
+        if not all(is_positive_number(lr) for lr in options["lrs"].split(",")):
+            raise UsageError(f"bertlab glue: lrs={options['lrs']}: expected positive numbers, e.g. lrs=3e-4,1e-3")
+        if any(token.lstrip("+").startswith("optimizer.lr=") for token in overrides):
+            raise UsageError("bertlab glue: give the learning rate as lrs=… (a grid) or optimizer.lr=… (one), "
+                             "not both")
     if options["scratch"] not in ("true", "false"):
         raise UsageError(f"bertlab glue: scratch={options['scratch']}: expected true or false")
     return hugging_face_folder(argv[0]), options, overrides
+
+
+def is_positive_number(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
 
 
 def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
@@ -74,11 +90,14 @@ def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
     else:
         model = [f"model.init_from={checkpoint}"]
     tasks, seeds = options["tasks"].split(","), options["seeds"].split(",")
-    return ["-m", f"+glue={','.join(tasks)}", f"seed={','.join(seeds)}", *model, "name=glue",
+    lrs = options["lrs"].split(",") if options["lrs"] else []
+    grid = [f"optimizer.lr={','.join(lrs)}"] if lrs else []
+    subdir = "${glue.task}/lr_${optimizer.lr}/seed_${seed}" if lrs else "${glue.task}/seed_${seed}"
+    return ["-m", f"+glue={','.join(tasks)}", f"seed={','.join(seeds)}", *grid, *model, "name=glue",
             "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
-            "hydra.sweep.subdir=${glue.task}/seed_${seed}",
+            f"hydra.sweep.subdir={subdir}",
             "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
-            f"+hydra.callbacks.glue_suite.jobs={len(tasks) * len(seeds)}"]
+            f"+hydra.callbacks.glue_suite.jobs={len(tasks) * len(seeds) * max(1, len(lrs))}"]
 
 
 def glue_job(cfg: DictConfig) -> str | None:

@@ -1,7 +1,8 @@
-"""The GLUE suite: a sweep of fine-tunes over tasks × seeds (`python -m bertlab glue`), its progress,
-and its table — per task the GLUE metric(s) as mean ± std and median over seeds, the task's score
-(the mean of its metrics, ×100: MRPC and QQP F1 and accuracy, STS-B Pearson and Spearman) and the
-GLUE average of the task scores — written as glue.csv, glue.md and glue.png into the suite folder.
+"""The GLUE suite: a sweep of fine-tunes over tasks × seeds (× learning rates) (`python -m bertlab glue`),
+its progress, and its table — per task the GLUE metric(s) as mean ± std and median over seeds, the
+task's score (the mean of its metrics, ×100: MRPC and QQP F1 and accuracy, STS-B Pearson and Spearman),
+at the learning rate with the best score where several were tried, and the GLUE average of the task
+scores — written as glue.csv, glue.md and glue.png into the suite folder.
 
 Each job's numbers are those of its exported checkpoint: the validation at the best step of the
 job's `monitor`.
@@ -34,43 +35,49 @@ def finished(job_dir: Path) -> bool:
     return (job_dir / HF_MODEL / "model.safetensors").is_file() and (job_dir / "metrics.json").is_file()
 
 
-def job_result(job_dir: Path) -> tuple[str, int, dict[str, float]]:
-    """(task, seed, {GLUE metric: value at the exported checkpoint}) of a finished job."""
+def job_result(job_dir: Path) -> tuple[str, float, dict[str, float]]:
+    """(task, learning rate, {GLUE metric: value at the exported checkpoint}) of a finished job."""
     cfg = OmegaConf.load(job_dir / "config.yaml")
     frame = read_metrics(job_dir)
     step, _ = best_point(series(frame, cfg.monitor), cfg.monitor_mode, cfg.monitor)
-    return cfg.glue.task, int(cfg.seed), {name: float(series(frame, f"val/{name}")[step]) for name in cfg.glue.metrics}
+    values = {name: float(series(frame, f"val/{name}")[step]) for name in cfg.glue.metrics}
+    return cfg.glue.task, float(cfg.optimizer.lr), values
+
+
+def metric_rows(task: str, lr: float, results: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """One row per metric (mean, std and median over seeds), each with the task's score: their means' mean."""
+    rows = [{"task": task, "metric": name, "lr": lr, "seeds": len(values), "mean": statistics.fmean(values),
+             "std": statistics.stdev(values) if len(values) > 1 else 0.0, "median": statistics.median(values)}
+            for name, values in results.items()]
+    score = statistics.fmean(row["mean"] for row in rows)
+    return [{**row, "task score": score} for row in rows]
 
 
 def glue_table(suite_dir: Path) -> tuple[list[dict[str, Any]], float]:
-    """Rows (task, metric, seeds, mean, std, median, ×100; and each task's score) and the GLUE average."""
-    results: dict[str, dict[str, list[float]]] = {}
-    for job_dir in sorted(path.parent for path in suite_dir.glob("*/*/config.yaml") if finished(path.parent)):
-        task, _, values = job_result(job_dir)
+    """Rows (task, metric, learning rate, seeds, mean, std, median, ×100; each task's score; the scores
+    at the other learning rates tried) and the GLUE average. A task run at several learning rates
+    is reported at the one with the best score."""
+    results: dict[str, dict[float, dict[str, list[float]]]] = {}
+    for job_dir in sorted(path.parent for path in suite_dir.rglob("config.yaml") if finished(path.parent)):
+        task, lr, values = job_result(job_dir)
         for name, value in values.items():
-            results.setdefault(task, {}).setdefault(name, []).append(100 * value)
+            results.setdefault(task, {}).setdefault(lr, {}).setdefault(name, []).append(100 * value)
     if not results:
         raise DataError(f"{suite_dir}: no finished GLUE jobs below it (expected <task>/seed_<n>/ folders)")
     rows, scores = [], []
     for task in sorted(results, key=lambda name: GLUE_TASKS.index(name) if name in GLUE_TASKS else len(GLUE_TASKS)):
-        means = []
-        for name, values in results[task].items():
-            mean = statistics.fmean(values)
-            means.append(mean)
-            rows.append({"task": task, "metric": name, "seeds": len(values), "mean": mean,
-                         "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                         "median": statistics.median(values)})
-        score = statistics.fmean(means)
-        scores.append(score)
-        for row in rows[-len(means):]:
-            row["task score"] = score
+        by_lr = {lr: metric_rows(task, lr, results[task][lr]) for lr in sorted(results[task])}
+        best = max(by_lr, key=lambda lr: by_lr[lr][0]["task score"])
+        others = ", ".join(f"{lr:g}: {task_rows[0]['task score']:.1f}" for lr, task_rows in by_lr.items() if lr != best)
+        rows += [{**row, "other lrs": others} for row in by_lr[best]]
+        scores.append(by_lr[best][0]["task score"])
     return rows, statistics.fmean(scores)
 
 
 def write_glue_table(suite_dir: Path) -> str:
     """glue.csv, glue.md and glue.png in `suite_dir`; returns the Markdown."""
     rows, average = glue_table(suite_dir)
-    columns = ["task", "metric", "seeds", "mean", "std", "median", "task score"]
+    columns = ["task", "metric", "lr", "seeds", "mean", "std", "median", "task score", "other lrs"]
 
     def write_csv(temp: str) -> None:
         with open(temp, "w", newline="") as handle:
@@ -80,10 +87,12 @@ def write_glue_table(suite_dir: Path) -> str:
             writer.writerow({"task": "GLUE average", "task score": average})
 
     write_atomically(suite_dir / "glue.csv", write_csv)
-    lines = ["| task | metric | seeds | mean ± std | median | task score |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['task']} | {r['metric']} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | {r['median']:.1f} | "
-              f"{r['task score']:.1f} |" for r in rows]
-    lines.append(f"| **GLUE average** | | | | | **{average:.1f}** |")
+    grid = any(row["other lrs"] for row in rows)
+    lines = ["| task | metric | lr | seeds | mean ± std | median | task score |" + (" other lrs: score |" * grid),
+             "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" * grid)]
+    lines += [f"| {r['task']} | {r['metric']} | {r['lr']:g} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | "
+              f"{r['median']:.1f} | {r['task score']:.1f} |" + (f" {r['other lrs']} |" * grid) for r in rows]
+    lines.append(f"| **GLUE average** | | | | | | **{average:.1f}** |" + (" |" * grid))
     markdown = "\n".join(lines) + "\n"
     write_atomically(suite_dir / "glue.md", lambda temp: Path(temp).write_text(markdown))
     plot_glue(rows, average, suite_dir / "glue.png")
@@ -95,7 +104,7 @@ def plot_glue(rows: list[dict[str, Any]], average: float, path: Path) -> None:
     figure = Figure(figsize=(7, 0.45 * len(rows) + 1.5), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    labels = [f"{row['task']} {row['metric']}" for row in rows][::-1]
+    labels = [f"{row['task']} {row['metric']} (lr {row['lr']:g})" for row in rows][::-1]
     axes.barh(labels, [row["mean"] for row in rows][::-1], xerr=[row["std"] for row in rows][::-1], capsize=3)
     axes.axvline(average, color="black", linestyle="--", label=f"GLUE average {average:.1f}")
     axes.set_xlabel("score ×100 (mean ± std over seeds)")
@@ -117,7 +126,8 @@ class GlueSuite(Callback):
         self.job_start = time.perf_counter()
         left = self.jobs - self.started + 1
         eta = f", about {self.seconds / self.ran * left / 60:.1f} min left" if self.ran else ""
-        print(f"GLUE job {self.started}/{self.jobs}: {config.glue.task} seed {config.seed}{eta}", flush=True)
+        print(f"GLUE job {self.started}/{self.jobs}: {config.glue.task} seed {config.seed}, lr {config.optimizer.lr:g}"
+              f"{eta}", flush=True)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
         if job_return is not None and job_return.return_value != "skipped":

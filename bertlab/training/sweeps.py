@@ -36,9 +36,11 @@ def final_metrics(run_dir: Path) -> dict[str, float]:
 
 
 def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
-    # Hydra's jobs are sweep_dir/<number>; a GLUE suite's are sweep_dir/<task>/seed_<n>; an Optuna
-    # study's (recipes/sst2_optuna.yaml) sweep_dir/<launch time>/<number>, every launch of the study
-    runs = sorted((path.parent for path in [*sweep_dir.glob("*/metrics.csv"), *sweep_dir.glob("*/*/metrics.csv")]),
+    # Hydra's jobs are sweep_dir/<number>; a GLUE suite's are sweep_dir/<task>/seed_<n> (or
+    # <task>/lr_<rate>/seed_<n> over a learning-rate grid); an Optuna study's (recipes/sst2_optuna.yaml)
+    # sweep_dir/<launch time>/<number>, every launch of the study
+    depths = ("*/metrics.csv", "*/*/metrics.csv", "*/*/*/metrics.csv")
+    runs = sorted((path.parent for pattern in depths for path in sweep_dir.glob(pattern)),
                   key=lambda run: job_order(run.relative_to(sweep_dir)))
     if not runs:
         raise DataError(f"{sweep_dir}: no runs with a metrics.csv below it; expected a sweep folder "

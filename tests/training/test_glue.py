@@ -41,13 +41,14 @@ def test_every_glue_task_composes_with_its_metrics_and_source(task, tmp_path, mo
     assert cfg.data.num_labels == (1 if task == "stsb" else 3 if task.startswith("mnli") else 2)
 
 
-def write_job(suite: Path, task: str, seed: int, rows: list[dict], monitor: str, metrics: list[str]) -> None:
-    job = suite / task / f"seed_{seed}"
+def write_job(suite: Path, task: str, seed: int, rows: list[dict], monitor: str, metrics: list[str],
+              lr: float = 1e-3, subdir: str = "") -> None:
+    job = suite / task / subdir / f"seed_{seed}"
     (job / "hf_model").mkdir(parents=True)
     (job / "hf_model" / "model.safetensors").write_bytes(b"")
     (job / "metrics.json").write_text("{}")
-    OmegaConf.save({"seed": seed, "monitor": monitor, "monitor_mode": "max", "glue": {"task": task, "metrics": metrics}},
-                   job / "config.yaml")
+    OmegaConf.save({"seed": seed, "monitor": monitor, "monitor_mode": "max", "optimizer": {"lr": lr},
+                    "glue": {"task": task, "metrics": metrics}}, job / "config.yaml")
     pd.DataFrame(rows).to_csv(job / "metrics.csv", index=False)
 
 
@@ -72,10 +73,28 @@ def test_the_table_averages_metrics_seeds_and_tasks_as_glue_does(tmp_path):
     assert average == pytest.approx(70.0)
     assert [row["task"] for row in rows] == ["mrpc", "mrpc", "stsb", "stsb"] and {row["seeds"] for row in rows} == {2}
     markdown = write_glue_table(tmp_path)
-    assert "| mrpc | f1 | 2 | 85.0 ± 7.1 | 85.0 | 80.0 |" in markdown and "**70.0**" in markdown
+    assert "| mrpc | f1 | 0.001 | 2 | 85.0 ± 7.1 | 85.0 | 80.0 |" in markdown and "**70.0**" in markdown
+    assert "other lrs" not in markdown
     assert (tmp_path / "glue.png").stat().st_size > 1000
     with (tmp_path / "glue.csv").open() as handle:
         assert list(csv.DictReader(handle))[-1]["task score"] == str(average)
+
+
+def test_a_task_run_at_several_learning_rates_is_reported_at_its_best(tmp_path):
+    # SST-2: 1e-3 scores 80 and 84 (mean 82), 3e-4 scores 83 and 83 (mean 83): 3e-4 is reported even though
+    # 1e-3 holds the single best seed. RTE ran at one rate only.
+    for lr, accuracies in ((1e-3, (0.80, 0.84)), (3e-4, (0.83, 0.83))):
+        for seed, accuracy in enumerate(accuracies):
+            write_job(tmp_path, "sst2", seed, [{"step": 9, "val/accuracy": accuracy}], "val/accuracy", ["accuracy"],
+                      lr=lr, subdir=f"lr_{lr}")
+    write_job(tmp_path, "rte", 0, [{"step": 9, "val/accuracy": 0.55}], "val/accuracy", ["accuracy"], subdir="lr_0.001")
+    rows, average = glue_table(tmp_path)
+    sst2, rte = rows
+    assert (sst2["lr"], sst2["seeds"], sst2["task score"], sst2["other lrs"]) == (3e-4, 2, pytest.approx(83.0),
+                                                                                 "0.001: 82.0")
+    assert (rte["lr"], rte["other lrs"]) == (1e-3, "") and average == pytest.approx(69.0)
+    markdown = write_glue_table(tmp_path)
+    assert "| sst2 | accuracy | 0.0003 | 2 | 83.0 ± 0.0 | 83.0 | 83.0 | 0.001: 82.0 |" in markdown
 
 
 @pytest.fixture
@@ -120,6 +139,34 @@ def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_gl
     assert again.out.count("finished before, skipped") == 4
     assert {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")} == exported
     assert glue_table(suite) == (rows, average)
+
+
+def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys):
+    run, suite = tiny_glue
+    outcome = run_in_process(["glue", str(run), "tasks=stsb", "seeds=0", "lrs=1e-3,2e-3", "trainer.max_steps=2",
+                              "trainer.val_check_interval=2", "data.limit_train_samples=16",
+                              "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET,
+                              f"hydra.sweep.dir={suite}"], capsys)
+    assert outcome.code == 0, outcome.err
+    assert "GLUE job 2/2: stsb seed 0, lr 0.002" in outcome.out
+    for lr in (0.001, 0.002):
+        assert OmegaConf.load(suite / "stsb" / f"lr_{lr}" / "seed_0" / "config.yaml").optimizer.lr == lr
+    (row, _), average = glue_table(suite)
+    assert row["lr"] in (0.001, 0.002) and row["other lrs"].startswith(f"{0.003 - row['lr']:g}: ")
+    summary = (suite / "summary.md").read_text()  # the sweep summary finds the jobs a level deeper
+    assert "stsb/lr_0.001/seed_0" in summary and "stsb/lr_0.002/seed_0" in summary
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["lrs=1e-3,fast"], "lrs=1e-3,fast: expected positive numbers, e.g. lrs=3e-4,1e-3"),
+    (["lrs=1e-3,0"], "lrs=1e-3,0: expected positive numbers"),
+    (["lrs=1e-3,3e-4", "optimizer.lr=1e-4"],
+     "give the learning rate as lrs=… (a grid) or optimizer.lr=… (one), not both"),
+])
+def test_glue_refuses_a_bad_learning_rate_grid_in_one_line(tiny_glue, capsys, arguments, message):
+    run, _ = tiny_glue
+    outcome = run_in_process(["glue", str(run), *arguments], capsys)
+    assert outcome.code == 2 and outcome.error_lines[-1].startswith("bertlab: error: bertlab glue: " + message)
 
 
 def test_glue_refuses_unknown_tasks_in_one_line(tiny_glue, capsys):
