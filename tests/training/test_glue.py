@@ -151,7 +151,7 @@ def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys
     assert "GLUE job 2/2: stsb seed 0, lr 0.002" in outcome.out
     for lr in (0.001, 0.002):
         assert OmegaConf.load(suite / "stsb" / f"lr_{lr}" / "seed_0" / "config.yaml").optimizer.lr == lr
-    (row, _), average = glue_table(suite)
+    (row, _), _ = glue_table(suite)
     assert row["lr"] in (0.001, 0.002) and row["other lrs"].startswith(f"{0.003 - row['lr']:g}: ")
     summary = (suite / "summary.md").read_text()  # the sweep summary finds the jobs a level deeper
     assert "stsb/lr_0.001/seed_0" in summary and "stsb/lr_0.002/seed_0" in summary
