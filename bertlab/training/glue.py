@@ -28,6 +28,7 @@ from bertlab.training.run_folder import HF_MODEL
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
 GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")
+JOB_LAYOUTS = ("*/seed_*", "*/lr_*/seed_*")  # <task>/seed_<n>, and <task>/lr_<rate>/seed_<n> with `glue … lrs=`
 
 
 def finished(job_dir: Path) -> bool:
@@ -58,12 +59,14 @@ def glue_table(suite_dir: Path) -> tuple[list[dict[str, Any]], float]:
     at the other learning rates tried) and the GLUE average. A task run at several learning rates
     is reported at the one with the best score."""
     results: dict[str, dict[float, dict[str, list[float]]]] = {}
-    for job_dir in sorted(path.parent for path in suite_dir.rglob("config.yaml") if finished(path.parent)):
+    job_configs = (path for layout in JOB_LAYOUTS for path in suite_dir.glob(f"{layout}/config.yaml"))
+    for job_dir in sorted(path.parent for path in job_configs if finished(path.parent)):
         task, lr, values = job_result(job_dir)
         for name, value in values.items():
             results.setdefault(task, {}).setdefault(lr, {}).setdefault(name, []).append(100 * value)
     if not results:
-        raise DataError(f"{suite_dir}: no finished GLUE jobs below it (expected <task>/seed_<n>/ folders)")
+        raise DataError(f"{suite_dir}: no finished GLUE jobs below it "
+                        f"(expected <task>/seed_<n>/ or <task>/lr_<rate>/seed_<n>/ folders)")
     rows, scores = [], []
     for task in sorted(results, key=lambda name: GLUE_TASKS.index(name) if name in GLUE_TASKS else len(GLUE_TASKS)):
         by_lr = {lr: metric_rows(task, lr, results[task][lr]) for lr in sorted(results[task])}
