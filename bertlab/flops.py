@@ -11,6 +11,10 @@ from bertlab.config import BertConfig
 
 TRAINING_PER_FORWARD = 3  # a training step: the forward, and a backward of twice its FLOPs
 
+# Datasheet dense bf16 tensor-core peaks (FLOP/s) by CUDA device name, first match wins: the denominator of
+# MFU. Lightning's own table gives the with-sparsity figures, twice these. H200 SXM has H100 SXM's arithmetic.
+DENSE_BF16_PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H200 NVL": 835e12, "H100": 989e12, "H200": 989e12}
+
 
 def encoder_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:
     """Per layer: the Q, K, V and output projections and the two FFN matmuls,
@@ -46,3 +50,8 @@ def classification_forward_flops(config: BertConfig, batch_size: int, length: in
 
 def expected_masked_positions(batch_size: int, maskable_per_row: int, mlm_probability: float = 0.15) -> float:
     return batch_size * maskable_per_row * mlm_probability
+
+
+def dense_bf16_peak_flops(device_name: str) -> float | None:
+    """The datasheet's dense bf16 peak of a CUDA device (torch.cuda.get_device_name), None if not listed."""
+    return next((peak for name, peak in DENSE_BF16_PEAK_FLOPS.items() if name in device_name), None)

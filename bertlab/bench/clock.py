@@ -69,18 +69,29 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, seconds: fl
 
 
 class StepClock(L.Callback):
-    """Timestamps the end of every training batch. `seconds(after=w)` is the time of the batches
-    after the first w, each counted from the end of the one before (so it includes loading it)."""
+    """Times the training batches after the first `warmup` of a run of `trainer.max_steps`: from the end
+    of batch `warmup` to the end of the last (so each timed batch's loading counts). The device is
+    synchronised at those two points only, so on a GPU the host queues steps ahead as it would in a
+    run (as `TransformersLoop` times its steps)."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, warmup: int) -> None:
+        if warmup < 1:
+            raise ValueError(f"need at least 1 warm-up step, got {warmup}")
         self.device = device
-        self.ends: list[float] = []
+        self.warmup = warmup
+        self.batches = 0
+        self.start: float | None = None
+        self.end: float | None = None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        synchronize(self.device)
-        self.ends.append(time.perf_counter())
+        self.batches += 1
+        if self.batches in (self.warmup, trainer.max_steps):
+            synchronize(self.device)
+            self.start = time.perf_counter() if self.batches == self.warmup else self.start
+            self.end = time.perf_counter()
 
-    def seconds(self, after: int) -> float:
-        if not 1 <= after < len(self.ends):
-            raise ValueError(f"need 1 <= warm-up steps < steps run ({len(self.ends)}), got {after}")
-        return self.ends[-1] - self.ends[after - 1]
+    @property
+    def seconds(self) -> float:
+        if self.start is None or self.batches <= self.warmup:
+            raise ValueError(f"need more steps than the {self.warmup} warm-up steps, ran {self.batches}")
+        return self.end - self.start

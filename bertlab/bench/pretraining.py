@@ -20,6 +20,7 @@ from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
 from bertlab.config import BertConfig
 from bertlab.flops import expected_masked_positions, mlm_training_flops
+from bertlab.lit.masking import predictions_per_row
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.training.app import model_preset
 
@@ -27,10 +28,12 @@ HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_he
              "pad_token_id")
 
 
+# How a compiled recipe trains (mlm_base_gpu): static masking gives the compiler one shape per batch shape.
+COMPILED = {"compile": True, "static_masking": True}
 # bertlab's fast paths that are switches, measured against its defaults: (config changes, module options)
 FAST_PATH_SWITCHES = {
     "fused_qkv off": ({"fused_qkv": False}, {}),
-    "torch.compile": ({}, {"compile": True}),
+    "torch.compile": ({}, COMPILED),
     "foreach AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, foreach=True)}),
 }
 
@@ -48,6 +51,20 @@ class MlmSetup:
     steps: int
     warmup: int
     seed: int = 0
+    compile: bool = False  # bertlab's arms compiled, as COMPILED
+
+
+def bertlab_options(setup: MlmSetup, **options) -> dict:
+    """PretrainingModule arguments of a bertlab arm: the setup's compilation, then `options`."""
+    return {**(COMPILED if setup.compile else {}), **options}
+
+
+def bertlab_predicted_positions(setup: MlmSetup, options: dict) -> float:
+    """Positions bertlab's sparse head predicts per batch: a fixed block with static masking, else
+    the expected count of masked tokens ([CLS] and [SEP] are never masked)."""
+    if options.get("static_masking"):
+        return setup.batch_size * predictions_per_row(setup.length, 0.15)
+    return expected_masked_positions(setup.batch_size, setup.length - 2)
 
 
 def mlm_config(size: str, vocab_size: int = 30522, **switches) -> BertConfig:
@@ -78,14 +95,14 @@ def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, optimiz
     """`module_options`: more PretrainingModule arguments (compile, mlm_probability, dropout, …)."""
     module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"],
                                optimizer=bertlab_optimizer(optimizer), special_token_ids=list(special_ids.values()),
-                               seed=setup.seed, **module_options)
+                               seed=setup.seed, **bertlab_options(setup, **module_options))
     batch = bertlab_batch(mlm_examples(setup, special_ids))
     batches = [batch] * (setup.warmup + setup.steps)
 
     def measure() -> float:
         clock = fit_steps(module, setup.device, setup.precision, setup.steps, setup.warmup,
                           train_dataloaders=DataLoader(batches, batch_size=None))
-        return clock.seconds(after=setup.warmup)
+        return clock.seconds
 
     return measure
 
@@ -105,25 +122,26 @@ def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small
     """transformers and bertlab, plus bertlab with a recipe-sized vocabulary and with each of
     `fast_paths` (names in FAST_PATH_SWITCHES) switched, measured in turns."""
     configs = {"transformers": setup.config, "bertlab": setup.config}
+    options = {"transformers": {}, "bertlab": bertlab_options(setup)}
     measurements = {"transformers": transformers_measurement(setup, special_ids),
                     "bertlab": bertlab_measurement(setup, special_ids)}
     if small_vocab is not None:
         name, config = f"bertlab, vocab {small_vocab}", replace(setup.config, vocab_size=small_vocab)
-        configs[name] = config
+        configs[name], options[name] = config, bertlab_options(setup)
         measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids)
     for fast_path in fast_paths:
-        config_changes, options = FAST_PATH_SWITCHES[fast_path]
+        config_changes, switch = FAST_PATH_SWITCHES[fast_path]
         name, config = f"bertlab, {fast_path}", replace(setup.config, **config_changes)
-        configs[name] = config
-        measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids, **options)
+        configs[name], options[name] = config, bertlab_options(setup, **switch)
+        measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids, **switch)
     timings = interleave(measurements, repeats)
     tokens = setup.batch_size * setup.length
+    compiled = "; bertlab compiled, with static masking" if setup.compile else ""
     setting = (f"batch {setup.batch_size} × {setup.length} tokens, vocab {setup.config.vocab_size} unless named, "
-               f"AdamW, clipping 1.0; transformers = stock BertForMaskedLM as run_mlm.py trains it")
+               f"AdamW, clipping 1.0; transformers = stock BertForMaskedLM as run_mlm.py trains it{compiled}")
     results = []
     for name, timing in timings.items():
-        predicted = tokens if name == "transformers" else \
-            expected_masked_positions(setup.batch_size, setup.length - 2)
+        predicted = tokens if name == "transformers" else bertlab_predicted_positions(setup, options[name])
         flops = mlm_training_flops(configs[name], setup.batch_size, setup.length, predicted)
         results.append(Result("pretraining", setup.case, setting, setup.precision, name, "tokens/s",
                               tokens * setup.steps, timing, baseline="transformers", steps=setup.steps,

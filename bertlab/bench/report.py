@@ -27,7 +27,8 @@ class Result:
     flops: float | None = None  # model FLOPs per repeat
     ratio: float | None = field(init=False, default=None)
     ratio_fp32_baseline: float | None = field(init=False, default=None)
-    mfu: float | None = field(init=False, default=None)
+    mfu: float | None = field(init=False, default=None)  # of the measured matmul peak
+    mfu_datasheet: float | None = field(init=False, default=None)  # of the device's datasheet peak
 
     @property
     def throughput(self) -> float:
@@ -45,9 +46,10 @@ class Result:
         return data
 
 
-def add_ratios(results: list[Result], peaks: dict[str, float]) -> None:
+def add_ratios(results: list[Result], peaks: dict[str, float], datasheet: dict[str, float] | None = None) -> None:
     """Ratio to the baseline system of the same comparison, to the baseline's fp32 row of the same case,
-    and, where FLOPs are known, the fraction of the measured matmul peak of the row's precision."""
+    and, where FLOPs are known, the fraction of the measured matmul peak of the row's precision and of
+    its `datasheet` peak (FLOP/s by precision), where given."""
     for result in results:
         same_case = [other for other in results if (other.section, other.case) == (result.section, result.case)]
         for other in same_case:
@@ -58,6 +60,8 @@ def add_ratios(results: list[Result], peaks: dict[str, float]) -> None:
                     result.ratio_fp32_baseline = result.throughput / other.throughput
         if result.flops is not None and result.precision in peaks:
             result.mfu = result.flops / result.timing.median / peaks[result.precision]
+        if result.flops is not None and result.precision in (datasheet or {}):
+            result.mfu_datasheet = result.flops / result.timing.median / datasheet[result.precision]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -74,22 +78,31 @@ def _spread(timing: Timing) -> str:
     return f"±{100 * timing.spread / 2:.0f}%"
 
 
-def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, str]) -> str:
+def _percent(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.0f}%"
+
+
+def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, str],
+             datasheet: dict[str, float] | None = None) -> str:
+    datasheet = datasheet or {}
     parts = ["## Machine", _table(["", ""], [[key, str(value)] for key, value in machine.items()])]
     parts += ["## Matrix-multiply peak (measured)",
               _table(["precision", "GFLOP/s"], [[p, f"{peak / 1e9:,.0f}"] for p, peak in peaks.items()])]
     pretraining = [r for r in results if r.section == "pretraining"]
     if pretraining:
+        mfu_header = ["MFU"] if datasheet else []
         parts += [f"## MLM pretraining step ({pretraining[0].setting})",
                   _table(["model", "precision", "system", "tokens/s", "spread", "× transformers (same precision)",
-                          "× transformers fp32", "GFLOP/step", "% of matmul peak"],
+                          "× transformers fp32", "GFLOP/step", "% of matmul peak", *mfu_header],
                          [[r.case, r.precision, r.system, f"{r.throughput:,.0f}", _spread(r.timing), _ratio(r.ratio),
-                           _ratio(r.ratio_fp32_baseline), f"{r.flops / r.steps / 1e9:,.3g}",
-                           "" if r.mfu is None else f"{100 * r.mfu:.0f}%"] for r in pretraining]),
+                           _ratio(r.ratio_fp32_baseline), f"{r.flops / r.steps / 1e9:,.3g}", _percent(r.mfu),
+                           *([_percent(r.mfu_datasheet)] if datasheet else [])] for r in pretraining]),
                   "The headline is × transformers (same precision): both systems fp32, or both under the same "
                   "bf16 autocast. × transformers fp32 compares with what run_mlm.py runs by default. "
-                  "% of matmul peak: model FLOPs (sparse MLM head for bertlab) per second over the measured "
-                  "peak of the row's precision."]
+                  "% of matmul peak: model FLOPs (bertlab.flops: 3 × the forward's matmuls, sparse MLM head for "
+                  "bertlab) per second over the measured peak of the row's precision."
+                  + "".join(f" MFU: the same FLOPs per second over the datasheet's dense {p} peak, "
+                            f"{peak / 1e12:,.0f} TFLOP/s." for p, peak in datasheet.items())]
     fine_tuning = [r for r in results if r.section == "fine-tuning"]
     if fine_tuning:
         parts += [f"## Fine-tuning ({fine_tuning[0].setting})",
@@ -106,11 +119,13 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
     return "\n\n".join(parts) + "\n"
 
 
-def write(run_dir: Path, results: list[Result], peaks: dict[str, float], machine: dict[str, str]) -> str:
+def write(run_dir: Path, results: list[Result], peaks: dict[str, float], machine: dict[str, str],
+          datasheet: dict[str, float] | None = None) -> str:
     """Writes results.json and results.md into `run_dir`; returns the Markdown."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    text = markdown(results, peaks, machine)
+    text = markdown(results, peaks, machine, datasheet)
     (run_dir / "results.md").write_text(text, encoding="utf-8")
-    payload = {"machine": machine, "matmul_peak_flops": peaks, "results": [r.to_dict() for r in results]}
+    payload = {"machine": machine, "matmul_peak_flops": peaks, "datasheet_peak_flops": datasheet or {},
+               "results": [r.to_dict() for r in results]}
     (run_dir / "results.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
     return text

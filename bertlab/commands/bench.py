@@ -4,7 +4,9 @@ Face transformers on this machine, in one process, the two systems measured in t
 Sections: MLM pretraining steps (bert_tiny/mini/small, transformers' stock BertForMaskedLM as
 run_mlm.py trains it), SST-2 fine-tuning (all-MiniLM-L6-v2; transformers with dynamic and with
 fixed padding), inference (`predict` vs a text-classification pipeline), and the fraction of the
-measured matmul peak the pretraining steps reach. Needs the dev extra: pip install -e ".[dev]".
+measured matmul peak the pretraining steps reach (and, on a GPU bertlab.flops lists, MFU against its
+datasheet peak). On a GPU: --device cuda --precisions bf16 --compile --sizes bert_base,bert_large.
+Needs the dev extra: pip install -e ".[dev]".
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ import torch
 from bertlab.allocator import keep_freed_memory
 from bertlab.commands.arguments import ArgumentParser, positive_int
 from bertlab.errors import BertlabError
+from bertlab.flops import dense_bf16_peak_flops
 
 SECTIONS = ("pretraining", "fine-tuning", "inference")
+SIZES = ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large")
 # (sizes, repeats, MLM steps, fine-tuning steps, inference sentences); "all" sentences = the split
 PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 12, None),
             "quick": (("bert_tiny",), 2, 1, 4, 256)}
-SMALL_VOCAB = 8192  # the recipes' trained WordPiece vocabulary
+SMALL_VOCAB = 8192  # the small recipes' trained WordPiece vocabulary
+SMALL_VOCAB_SIZES = ("bert_tiny", "bert_mini", "bert_small")
 
 
 def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
@@ -42,7 +47,7 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser.add_argument("--precisions", help="comma-separated fp32,bf16 (default: both where the device "
                                              "has native bf16, else fp32)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
-    parser.add_argument("--sizes", help="comma-separated, of bert_tiny, bert_mini, bert_small")
+    parser.add_argument("--sizes", help=f"comma-separated, of {', '.join(SIZES)} (default: the first three)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--length", type=int, default=128, help="MLM sequence length")
     parser.add_argument("--repeats", type=int, help="timed repeats per system (median and spread over them)")
@@ -55,6 +60,11 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser.add_argument("--fast-paths", action="store_true",
                         help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
                              "torch.compile, foreach instead of fused AdamW)")
+    parser.add_argument("--compile", action="store_true",
+                        help="bertlab's arms compiled, with static masking, as mlm_base_gpu trains")
+    parser.add_argument("--peak-tflops", type=float,
+                        help="the device's datasheet dense bf16 peak in TFLOP/s, for MFU (default: "
+                             "bertlab.flops.DENSE_BF16_PEAK_FLOPS for the CUDA devices it lists)")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="run both systems with the allocator setting of bertlab's other commands "
                              "(bertlab.allocator); by default both use the system's malloc, as run_mlm.py does")
@@ -73,7 +83,7 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     args.inference_sentences = args.inference_sentences or sentences
     if args.warmup is None:
         args.warmup = 3 if args.keep_freed_memory else 2
-    for name, values, allowed in (("--sizes", args.sizes, ("bert_tiny", "bert_mini", "bert_small")),
+    for name, values, allowed in (("--sizes", args.sizes, SIZES),
                                   ("--sections", args.sections, SECTIONS),
                                   ("--precisions", (args.precisions or "fp32").split(","), ("fp32", "bf16"))):
         if unknown := [value for value in values if value not in allowed]:
@@ -102,6 +112,14 @@ def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     return torch.cpu._is_avx512_bf16_supported()  # CPUs with AMX have it too
+
+
+def datasheet_peaks(device: torch.device, peak_tflops: float | None) -> dict[str, float]:
+    """{"bf16": FLOP/s} from --peak-tflops or the device's name; {} where neither gives one."""
+    peak = None if peak_tflops is None else peak_tflops * 1e12
+    if peak is None and device.type == "cuda":
+        peak = dense_bf16_peak_flops(torch.cuda.get_device_name(device))
+    return {} if peak is None else {"bf16": peak}
 
 
 def machine_info(device: torch.device, threads: int, argv: list[str], allocator: str) -> dict[str, str]:
@@ -162,9 +180,11 @@ def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.
         for precision in precisions:
             setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
                                          args.batch_size, args.length, model_dir, device, precision,
-                                         args.steps, args.warmup)
-            fast_paths = tuple(pretraining.FAST_PATH_SWITCHES) if args.fast_paths else ()
-            results += progress.show(pretraining.compare(setup, special_ids, args.repeats, small_vocab=SMALL_VOCAB,
+                                         args.steps, args.warmup, compile=args.compile)
+            fast_paths = tuple(name for name in pretraining.FAST_PATH_SWITCHES
+                               if args.fast_paths and not (args.compile and name == "torch.compile"))
+            small_vocab = SMALL_VOCAB if size in SMALL_VOCAB_SIZES else None
+            results += progress.show(pretraining.compare(setup, special_ids, args.repeats, small_vocab=small_vocab,
                                                          fast_paths=fast_paths))
     return results
 
@@ -213,13 +233,14 @@ def main(argv: list[str], prog: str) -> None:
     print(f"bertlab bench on {machine['device']} ({machine['cpu']}); results go to {run_dir}", flush=True)
     peaks = {p: matmul_peak(device, PRECISIONS[p][1], 8192 if device.type == "cuda" else 2048) for p in precisions}
     print("matmul peak: " + ", ".join(f"{p} {peak / 1e9:,.0f} GFLOP/s" for p, peak in peaks.items()), flush=True)
+    datasheet = datasheet_peaks(device, args.peak_tflops)
 
     results = []
     if "pretraining" in args.sections:
         results += pretraining_results(args, model_dir, device, precisions, progress)
     results += sst2_results(args, model_dir, model_name, device, precisions, progress)
-    report.add_ratios(results, peaks)
+    report.add_ratios(results, peaks, datasheet)
     if hasattr(os, "getloadavg"):
         machine["load average at end (1 min)"] = f"{os.getloadavg()[0]:.2f}"
-    print("\n" + report.write(run_dir, results, peaks, machine))
+    print("\n" + report.write(run_dir, results, peaks, machine, datasheet))
     print(f"written: {run_dir / 'results.md'}, {run_dir / 'results.json'}")

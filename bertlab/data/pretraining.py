@@ -320,7 +320,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
     cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
     training step (`bertlab.lit.masking.mask_tokens`). `pad_to_max_length` pads every batch to
-    `max_seq_length`, one shape for torch.compile (with task.static_masking). `num_proc` processes
+    `max_seq_length` and leaves out each epoch's short last training batch: one shape for torch.compile
+    (with task.static_masking). `num_proc` processes
     tokenize and pack (None: this one alone). Given the tokenizer, the sequences and the training order
     depend only on `seed`, not on `num_proc`.
     """
@@ -438,9 +439,11 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         return self._dataset("train").with_format("arrow")["input_ids"]
 
     def train_dataloader(self) -> DataLoader:
-        # Length-grouped, seeded by (seed, epoch), sharded across processes and resumable mid-epoch.
+        # Length-grouped, seeded by (seed, epoch), sharded across processes and resumable mid-epoch. Padded
+        # to one length, batches also keep one row count: a short last batch would make compile recompile.
         lengths = pc.list_value_length(self._train_input_ids()).to_numpy()
-        return self._loader("train", self.batch_size, self.training_sampler(lengths, self.batch_size, self.seed))
+        sampler = self.training_sampler(lengths, self.batch_size, self.seed, drop_short_batch=self.pad_to_max_length)
+        return self._loader("train", self.batch_size, sampler)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("validation", self.eval_batch_size, None)

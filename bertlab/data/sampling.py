@@ -29,6 +29,8 @@ class LengthGroupedSampler(DistributedSampler):
     Each epoch's order depends on (seed, epoch) only. With `num_replicas > 1`, rank r takes global
     batches r, r + num_replicas, ...; the global list is padded by repeating its first batches so
     that every rank gets the same number of batches (DDP needs equal step counts).
+    `drop_short_batch` leaves out the epoch's last, short batch (where a full one exists): every batch
+    then has one shape, which torch.compile compiles once.
     """
 
     def __init__(
@@ -41,6 +43,7 @@ class LengthGroupedSampler(DistributedSampler):
         mega_batch_factor: int = 50,
         num_replicas: int = 1,
         rank: int = 0,
+        drop_short_batch: bool = False,
     ) -> None:
         if batch_size < 1 or mega_batch_factor < 1:
             raise ConfigError(
@@ -52,6 +55,7 @@ class LengthGroupedSampler(DistributedSampler):
         super().__init__(self.lengths, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed)
         self.batch_size = batch_size
         self.mega_batch_factor = mega_batch_factor
+        self.drop_short_batch = drop_short_batch
         self.epoch = epoch
         self._position = 0  # indices of this rank's epoch already handed out (or skipped on resume)
         self._resume_position = 0
@@ -77,7 +81,7 @@ class LengthGroupedSampler(DistributedSampler):
         # Only the very last batch can be short; it stays last so the flat order cuts back into these batches.
         num_full = len(batches) - (len(batches[-1]) < self.batch_size) if batches else 0
         shuffled = [batches[i] for i in rng.permutation(num_full)]
-        return shuffled + batches[num_full:]
+        return shuffled if self.drop_short_batch and num_full else shuffled + batches[num_full:]
 
     def epoch_batches(self) -> list[np.ndarray]:
         """This rank's batches of the current epoch, in order."""
@@ -136,7 +140,8 @@ class ResumableTrainingOrder:
     _train_sampler: LengthGroupedSampler | None = None
     _sampler_state_to_load: dict[str, Any] | None = None
 
-    def training_sampler(self, lengths: Sequence[int] | np.ndarray, batch_size: int, seed: int) -> LengthGroupedSampler:
+    def training_sampler(self, lengths: Sequence[int] | np.ndarray, batch_size: int, seed: int,
+                         drop_short_batch: bool = False) -> LengthGroupedSampler:
         trainer = self.trainer
         self._train_sampler = LengthGroupedSampler(
             lengths,
@@ -145,6 +150,7 @@ class ResumableTrainingOrder:
             epoch=trainer.current_epoch if trainer is not None else 0,
             num_replicas=trainer.world_size if trainer is not None else 1,
             rank=trainer.global_rank if trainer is not None else 0,
+            drop_short_batch=drop_short_batch,
         )
         if self._sampler_state_to_load is not None:
             self._train_sampler.load_state_dict(self._sampler_state_to_load)

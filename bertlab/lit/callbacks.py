@@ -21,6 +21,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from tokenizers import Tokenizer
 
 from bertlab.errors import BertlabError, ConfigError
+from bertlab.flops import dense_bf16_peak_flops
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
 
@@ -252,8 +253,9 @@ class TokenThroughputMonitor(ThroughputMonitor):
     """Lightning's ThroughputMonitor for bertlab's dict batches: logs train/device/samples_per_sec
     (sequences), train/device/items_per_sec (tokens, padding included), train/device/flops_per_sec
     (the module's `flops_per_batch`, bertlab.lit.model_flops) and train/device/mfu, those FLOP/s over
-    the device's peak: `peak_flops` (FLOP/s of one device), else Lightning's table of GPUs for the
-    training precision (no peak on CPU: no MFU)."""
+    the device's peak: `peak_flops` (FLOP/s of one device), else the datasheet's dense bf16 peak for a
+    bf16 run on a GPU bertlab.flops lists, else Lightning's table of GPUs for the training precision
+    (no peak on CPU: no MFU)."""
 
     def __init__(self, peak_flops: float | None = None, **kwargs: Any):
         super().__init__(batch_size_fn=_sequences, length_fn=_tokens, **kwargs)
@@ -261,6 +263,9 @@ class TokenThroughputMonitor(ThroughputMonitor):
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         super().setup(trainer, pl_module, stage)
+        device = trainer.strategy.root_device
+        if self.peak_flops is None and device.type == "cuda" and "bf16" in str(trainer.precision):
+            self.peak_flops = dense_bf16_peak_flops(torch.cuda.get_device_name(device))
         if self.peak_flops is not None:
             self.available_flops = self.peak_flops
             for throughput in self._throughputs.values():  # made in super().setup with the device's peak

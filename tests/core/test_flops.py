@@ -8,8 +8,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from bertlab.config import BertConfig
-from bertlab.flops import (TRAINING_PER_FORWARD, classification_forward_flops, encoder_forward_flops,
-                           expected_masked_positions, mlm_training_flops)
+from bertlab.flops import (TRAINING_PER_FORWARD, classification_forward_flops, dense_bf16_peak_flops,
+                           encoder_forward_flops, expected_masked_positions, mlm_training_flops)
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForSequenceClassification
 
 TINY = BertConfig(vocab_size=10, hidden_size=4, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
@@ -22,6 +22,13 @@ def test_flops_of_a_tiny_config_match_a_hand_count():
     assert encoder_forward_flops(TINY, batch_size=2, length=8) == 6144
     assert mlm_training_flops(TINY, batch_size=2, length=8, predicted=3) == 3 * 6480
     assert expected_masked_positions(batch_size=2, maskable_per_row=10) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("device_name, peak", [
+    ("NVIDIA H100 80GB HBM3", 989e12), ("NVIDIA H200", 989e12), ("NVIDIA H100 PCIe", 756e12),
+    ("NVIDIA H200 NVL", 835e12), ("NVIDIA A100-SXM4-80GB", None)])
+def test_dense_bf16_peak_is_the_datasheets_without_sparsity(device_name, peak):
+    assert dense_bf16_peak_flops(device_name) == peak
 
 
 @pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])

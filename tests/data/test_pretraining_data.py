@@ -261,6 +261,11 @@ def test_pad_to_max_length_gives_every_batch_one_shape(tiny_corpus, tmp_path):
     lengths = {batch["input_ids"].shape[1] for loader in (module.train_dataloader(), module.val_dataloader())
                for batch in loader}
     assert lengths == {module.max_seq_length}
+    # Training batches also keep one row count: the epoch's short last batch is left out.
+    rows = len(module.datasets["train"])
+    assert rows % 4 != 0, "the corpus should leave a short batch to drop"
+    shapes = [tuple(batch["input_ids"].shape) for batch in module.train_dataloader()]
+    assert set(shapes) == {(4, module.max_seq_length)} and len(shapes) == rows // 4
 
 
 def test_training_order_is_seeded_and_validation_order_fixed(tiny_corpus, tmp_path):

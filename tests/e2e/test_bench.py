@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from bertlab.bench.clock import Timing, interleave
+from bertlab.bench import clock
+from bertlab.bench.clock import StepClock, Timing, interleave
+from bertlab.bench.pretraining import MlmSetup, bertlab_options, bertlab_predicted_positions, mlm_config
 from bertlab.bench.report import Result, add_ratios
 from bertlab.commands import bench
 from bertlab.config import BertConfig
@@ -32,6 +34,26 @@ def test_interleave_takes_turns_and_keeps_each_systems_times():
     assert timings["a"].seconds == [1.0, 1.0, 1.0] and timings["b"].median == 3.0
 
 
+def test_step_clock_synchronises_only_after_the_warm_up_and_the_last_step(monkeypatch):
+    synchronised_after = []
+    step_clock = StepClock(torch.device("cpu"), warmup=2)
+    monkeypatch.setattr(clock, "synchronize", lambda device: synchronised_after.append(step_clock.batches))
+    trainer = type("Trainer", (), {"max_steps": 5})()
+    for batch_idx in range(5):
+        step_clock.on_train_batch_end(trainer, None, None, None, batch_idx)
+    assert synchronised_after == [2, 5]
+    assert step_clock.seconds == step_clock.end - step_clock.start > 0
+
+
+def test_compiled_arms_predict_a_static_block():
+    setup = MlmSetup("bert_tiny", mlm_config("bert_tiny"), batch_size=4, length=130, tokenizer_dir="",
+                     device=torch.device("cpu"), precision="fp32", steps=1, warmup=1, compile=True)
+    options = bertlab_options(setup)
+    assert options == {"compile": True, "static_masking": True}
+    assert bertlab_predicted_positions(setup, options) == 4 * round(0.15 * 130)
+    assert bertlab_predicted_positions(setup, {}) == pytest.approx(4 * 128 * 0.15)
+
+
 def test_ratios_and_peak_fraction():
     def result(system, precision, seconds):
         return Result("pretraining", "bert_tiny", "", precision, system, "tokens/s", work=1000,
@@ -39,13 +61,14 @@ def test_ratios_and_peak_fraction():
 
     results = [result("transformers", "fp32", [2.0, 1.0, 3.0]), result("bertlab", "fp32", [0.5, 0.4, 0.6]),
                result("transformers", "bf16", [1.0]), result("bertlab", "bf16", [0.25])]
-    add_ratios(results, peaks={"fp32": 1e10, "bf16": 4e10})
+    add_ratios(results, peaks={"fp32": 1e10, "bf16": 4e10}, datasheet={"bf16": 8e10})
     _, bertlab_fp32, _, bertlab_bf16 = results
     assert results[0].timing.spread == pytest.approx(1.0)  # (3 - 1) / 2
     assert bertlab_fp32.ratio == pytest.approx(4.0)
     assert bertlab_bf16.ratio == pytest.approx(4.0) and bertlab_bf16.ratio_fp32_baseline == pytest.approx(8.0)
     assert bertlab_fp32.mfu == pytest.approx(2e9 / 0.5 / 1e10)
     assert bertlab_bf16.mfu == pytest.approx(2e9 / 0.25 / 4e10)
+    assert bertlab_bf16.mfu_datasheet == pytest.approx(2e9 / 0.25 / 8e10) and bertlab_fp32.mfu_datasheet is None
 
 
 def test_missing_dev_extra_says_how_to_install_it():

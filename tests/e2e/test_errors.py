@@ -61,7 +61,7 @@ def test_unknown_command(capsys):
 
 @pytest.mark.parametrize("overrides, expected", [
     (["+recipe=nope"], "unknown recipe 'nope'; known recipes: mlm_base_gpu, mlm_nsp_tiny, mlm_tiny, mlm_tiny_wiki, mrpc_distill"),
-    (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_medium"),
+    (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_large, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
      "trainer.max_steps='abc': expected int (argument 'max_steps' of lightning.pytorch.Trainer), got str"),
