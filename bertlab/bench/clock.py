@@ -87,8 +87,10 @@ class StepClock(L.Callback):
         self.batches += 1
         if self.batches in (self.warmup, trainer.max_steps):
             synchronize(self.device)
-            self.start = time.perf_counter() if self.batches == self.warmup else self.start
-            self.end = time.perf_counter()
+            now = time.perf_counter()
+            if self.batches == self.warmup:
+                self.start = now
+            self.end = now
 
     @property
     def seconds(self) -> float:
