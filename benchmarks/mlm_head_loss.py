@@ -69,7 +69,7 @@ def main() -> None:
     inputs = (hidden, weight, bias, targets)
     print(f"{args.rows} rows × hidden {args.hidden} × vocab {args.vocab}, {args.precision}, on {device}; "
           f"forward + backward, median of {args.repeats}")
-    print(f"| loss | eager ms | compiled ms |\n|---|---|---|")
+    print("| loss | eager ms | compiled ms |\n|---|---|---|")
     for loss_fn in (chunked, logits_then_bertlab, logits_then_torch):
         eager = seconds_per_call(loss_fn, inputs, device, dtype, args.repeats)
         compiled = "" if args.no_compile else \

@@ -19,8 +19,8 @@ from bertlab.bench.clock import Measurement, interleave
 from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
 from bertlab.config import BertConfig
-from bertlab.flops import expected_masked_positions, mlm_training_flops
-from bertlab.lit.masking import predictions_per_row
+from bertlab.flops import mlm_training_flops
+from bertlab.lit.masking import predicted_per_batch
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.training.app import model_preset
 
@@ -60,11 +60,8 @@ def bertlab_options(setup: MlmSetup, **options) -> dict:
 
 
 def bertlab_predicted_positions(setup: MlmSetup, options: dict) -> float:
-    """Positions bertlab's sparse head predicts per batch: a fixed block with static masking, else
-    the expected count of masked tokens ([CLS] and [SEP] are never masked)."""
-    if options.get("static_masking"):
-        return setup.batch_size * predictions_per_row(setup.length, 0.15)
-    return expected_masked_positions(setup.batch_size, setup.length - 2)
+    """Positions bertlab's sparse head predicts per batch, with the module's default 15% masking."""
+    return predicted_per_batch(setup.batch_size, setup.length, 0.15, options.get("static_masking", False))
 
 
 def mlm_config(size: str, vocab_size: int = 30522, **switches) -> BertConfig:

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from bertlab.errors import ConfigError
+from bertlab.flops import expected_masked_positions
 from bertlab.model import IGNORE_INDEX
 
 
@@ -34,6 +35,14 @@ def predictions_per_row(length: int, mlm_probability: float) -> int:
     """The most tokens static masking chooses in a row of `length` tokens: the width of the model's
     static sparse prediction (`predictions_per_row` of `bertlab.model.masked_lm`)."""
     return round(mlm_probability * length)
+
+
+def predicted_per_batch(batch_size: int, length: int, mlm_probability: float, static: bool) -> float:
+    """Positions the sparse MLM head predicts in a batch: the static block, else the expected count of
+    masked tokens ([CLS] and [SEP] are never masked; counting the real ones would wait for the device)."""
+    if static:
+        return batch_size * predictions_per_row(length, mlm_probability)
+    return expected_masked_positions(batch_size, length - 2, mlm_probability)
 
 
 def mask_tokens(

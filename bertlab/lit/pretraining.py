@@ -17,8 +17,8 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
-from bertlab.flops import expected_masked_positions, mlm_forward_flops
-from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
+from bertlab.flops import mlm_forward_flops
+from bertlab.lit.masking import mask_tokens, masking_generator, predicted_per_batch, predictions_per_row
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
@@ -94,12 +94,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
             self.model.cls.predictions.bias.copy_(log_frequencies)
 
     def forward_flops(self, batch_size: int, length: int) -> float:
-        # The expected number of masked positions ([CLS] and [SEP] are never masked): counting them
-        # would wait for the device. NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
-        if self.hparams.static_masking:
-            predicted = batch_size * predictions_per_row(length, self.hparams.mlm_probability)
-        else:
-            predicted = expected_masked_positions(batch_size, length - 2, self.hparams.mlm_probability)
+        # NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
+        predicted = predicted_per_batch(batch_size, length, self.hparams.mlm_probability, self.hparams.static_masking)
         return mlm_forward_flops(self.model.config, batch_size, length, predicted)
 
     def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator, return_logits: bool):
