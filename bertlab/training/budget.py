@@ -12,7 +12,8 @@ where `step` is the mean of the timed steps, `validation` one validation plus th
 after it, k the steps between validations (the last step gets one too), and `start-up` what the
 warm-up steps took beyond their share of `step` (Trainer set-up, first batches, compilation), which
 the run pays again. Preparing the data and choosing the precision (`trainer.precision: fastest`,
-bertlab.training.precision) before, and the export after, are outside the budget.
+bertlab.training.precision) before, the module's own set-up in the calibration (a distillation teacher
+labelling the texts, once: the run reads them from its cache) and the export after are outside the budget.
 
 config.yaml records the chosen `trainer.max_steps` with `trainer.max_epochs: -1` and `budget_minutes:
 null`: that config repeats the run bit for bit, without calibrating. A resumed run keeps the steps of
@@ -43,7 +44,7 @@ class Calibration:
     startup_seconds: float       # what the warm-up steps took beyond WARMUP_STEPS × step_seconds
     validation_seconds: float    # one validation and the checkpoints written after it
     steps_per_validation: float  # inf: the run validates only after its last step
-    elapsed_seconds: float       # the calibration as a whole
+    elapsed_seconds: float       # the calibration as a whole, less the module's set-up
 
 
 def check_overrides(config: DictConfig, overridden: list[str]) -> None:

@@ -2,7 +2,8 @@
 data in a Trainer of the run's own settings (precision, strategy, devices, accumulation), timed. The
 run's module, data order and random generators are left as they were, so the run that follows is the
 one it would be without a trial. The time budget (bertlab.training.budget) and `trainer.precision:
-fastest` (bertlab.training.precision) measure a run so.
+fastest` (bertlab.training.precision) measure a run so. The module's own set-up in the trial (a distillation
+teacher labelling the texts, which the run then reads from its cache) is preparation, timed apart.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class Timing:
     validation_seconds: float | None   # the validation that ends the loop; None: none ran
     checkpoint_seconds: float          # one checkpoint write; 0 when only the steps were timed
     steps_per_validation: float        # inf: the run validates only after its last step
-    elapsed_seconds: float             # the trial as a whole
+    setup_seconds: float               # the module's set-up, left out of startup and elapsed
+    elapsed_seconds: float             # the trial as a whole, less the module's set-up
 
 
 def time_steps(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule, run_dir: Path,
@@ -58,19 +60,22 @@ def time_steps(cfg: DictConfig, module: L.LightningModule, datamodule: L.Lightni
         validates = timer.validation_seconds is not None
         timing = Timing(
             step_seconds=step,
-            startup_seconds=max(0.0, warm - warm_validating - started - WARMUP_STEPS * step),
+            startup_seconds=max(0.0, warm - warm_validating - started - timer.setup_seconds - WARMUP_STEPS * step),
             validation_seconds=timer.validation_seconds,
             checkpoint_seconds=timer.checkpoint_seconds,
             steps_per_validation=(probe.val_check_batch * (probe.check_val_every_n_epoch or 1)
                                   / probe.accumulate_grad_batches) if validates else math.inf,
-            elapsed_seconds=clock() - started)
+            setup_seconds=timer.setup_seconds,
+            elapsed_seconds=clock() - started - timer.setup_seconds)
         return probe.strategy.broadcast(timing)
 
 
 class TrialClock(L.Callback):
-    """Reads `clock` after the warm-up steps and after the last step (with the time spent validating
-    so far, left out of the steps), times one checkpoint write (unless `checkpoint_path` is None),
-    then asks the loop to stop, which Lightning answers with a validation, timed too."""
+    """Times the module's set-up (from the callbacks' `setup`, which Lightning calls just before the
+    module's, to `on_fit_start`), reads `clock` after the warm-up steps and after the last step (with
+    the time spent validating so far, left out of the steps), times one checkpoint write (unless
+    `checkpoint_path` is None), then asks the loop to stop, which Lightning answers with a validation,
+    timed too."""
 
     def __init__(self, warmup_steps: int, last_step: int, checkpoint_path: Path | None):
         self.mark_steps = (warmup_steps, last_step)
@@ -79,7 +84,14 @@ class TrialClock(L.Callback):
         self.validating = 0.0
         self.validation_seconds: float | None = None  # the latest validation; None: none ran
         self.checkpoint_seconds = 0.0
-        self._validation_started = 0.0
+        self.setup_seconds = 0.0
+        self._validation_started = self._setup_started = 0.0
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        self._setup_started = now(pl_module)
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.setup_seconds = now(pl_module) - self._setup_started
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
 from bertlab.config import BertConfig
@@ -23,8 +24,10 @@ from bertlab.lit import teacher as teacher_module
 from bertlab.lit.distillation import DistillationModule, labelled_rows_loss, layer_pairs, soft_target_loss
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
+from bertlab.training import trial
 from tests.bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
 from tests.lit.helpers import classification_batch, tiny_config
+from tests.training.fake_clocks import FakeClock
 
 # A validation and a checkpoint every 4 steps; no plots (slow to draw).
 SCHEDULE = ["trainer.max_steps=8", "trainer.val_check_interval=4", "callbacks.artifacts=null"]
@@ -158,6 +161,29 @@ def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tm
     logits_only = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **{**options, "layers": []})
     assert sum(seen) == 32 and logits_only.from_cache  # the file with hidden states has the logits too
     assert torch.equal(logits_only.train_logits, computed.train_logits)
+
+
+def test_a_time_budget_leaves_the_teachers_labelling_out(runs, tiny_data_dir, tmp_path, monkeypatch):
+    """The labelling happens once, in the calibration's trial; the run reads the cache. A budget that
+    counted it would give a first run fewer steps than the same run with the cache already made."""
+    run_teacher = teacher_module.run_teacher
+
+    def ten_minutes_of_labelling(*args, **kwargs):
+        trial.clock.time += 600  # the budget below is 3 s
+        return run_teacher(*args, **kwargs)
+
+    monkeypatch.setattr(teacher_module, "run_teacher", ten_minutes_of_labelling)
+    steps = []
+    for name in ("labelling", "cached"):
+        monkeypatch.setattr(trial, "clock", FakeClock(0.08))
+        argv = fine_tuning(tiny_data_dir, runs["root"] / "tokenizer", tmp_path / name, "task=distill",
+                           f"task.teacher={runs['teacher']}", f"task.cache_dir={tmp_path / 'cache'}",
+                           "budget_minutes=0.05", "trainer.val_check_interval=4", "callbacks.artifacts=null")
+        outcome = run_in_process(argv)
+        assert outcome.code == 0, f"{name}: {outcome.err}"
+        steps.append(OmegaConf.load(tmp_path / name / "config.yaml").trainer.max_steps)
+    assert json.loads((tmp_path / "cached" / "teacher.json").read_text())["from_cache"]
+    assert steps[0] == steps[1] > 0
 
 
 @pytest.mark.slow

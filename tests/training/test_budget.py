@@ -98,7 +98,7 @@ def test_bad_budgets_are_one_line(tiny_data_dir, tmp_path, capsys, overrides, ex
 def test_fine_tune_trains_for_a_budget_too(tiny_data_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(trial, "clock", FakeClock(0.08))
     tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
-    outcome = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "run", "budget_minutes=0.016"), capsys)
+    outcome = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "run", "budget_minutes=0.02"), capsys)
     assert outcome.code == 0, outcome.err
     steps, epochs, minutes = recorded(tmp_path / "run")
     assert steps > 0 and epochs == -1 and minutes is None  # the recipe's 2 epochs are replaced
@@ -117,7 +117,7 @@ def test_a_budget_too_short_for_one_step_is_one_line(tiny_data_dir, tmp_path, ca
     outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run", *SCHEDULE,
                                          "budget_minutes=0.01"), capsys)
     assert outcome.code == 1 and [line for line in outcome.error_lines if "error" in line] == [
-        "bertlab: error: budget_minutes=0.01: too short to train after the calibration, which took 1.52 s of 0.6 s "
+        "bertlab: error: budget_minutes=0.01: too short to train after the calibration, which took 1.6 s of 0.6 s "
         "(0.024 s per step); raise budget_minutes"], outcome.err
     assert not (tmp_path / "run" / "config.yaml").exists() and not list((tmp_path / "run").glob(".trial-*"))
 
