@@ -32,11 +32,10 @@ clock = time.perf_counter  # tests put a fake clock here
 @dataclass(frozen=True)
 class Timing:
     step_seconds: float                # one optimizer step, the mean of the timed steps
-    startup_seconds: float             # what the warm-up steps took beyond WARMUP_STEPS × step_seconds
+    startup_seconds: float             # the warm-up steps beyond WARMUP_STEPS × step_seconds, less the module's set-up
     validation_seconds: float | None   # the validation that ends the loop; None: none ran
     checkpoint_seconds: float          # one checkpoint write; 0 when only the steps were timed
     steps_per_validation: float        # inf: the run validates only after its last step
-    setup_seconds: float               # the module's set-up, left out of startup and elapsed
     elapsed_seconds: float             # the trial as a whole, less the module's set-up
 
 
@@ -65,7 +64,6 @@ def time_steps(cfg: DictConfig, module: L.LightningModule, datamodule: L.Lightni
             checkpoint_seconds=timer.checkpoint_seconds,
             steps_per_validation=(probe.val_check_batch * (probe.check_val_every_n_epoch or 1)
                                   / probe.accumulate_grad_batches) if validates else math.inf,
-            setup_seconds=timer.setup_seconds,
             elapsed_seconds=clock() - started - timer.setup_seconds)
         return probe.strategy.broadcast(timing)
 
