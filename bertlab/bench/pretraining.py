@@ -8,6 +8,7 @@ DataCollatorForLanguageModeling, which run_mlm.py calls on the critical path of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -104,14 +105,20 @@ def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, optimiz
     return measure
 
 
-def transformers_measurement(setup: MlmSetup, special_ids: dict[str, int]) -> Measurement:
+def transformers_loop(setup: MlmSetup, special_ids: dict[str, int]) -> tuple[TransformersLoop, Callable[[], dict]]:
+    """Stock BertForMaskedLM in its training loop, and the next batch as run_mlm.py's collator makes it."""
     torch.manual_seed(setup.seed)
     config = transformers.BertConfig(**{name: getattr(setup.config, name) for name in HF_FIELDS})
     loop = TransformersLoop(transformers.BertForMaskedLM(config), setup.device, setup.precision)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(setup.tokenizer_dir)
     collator = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
     examples = mlm_examples(setup, special_ids)
-    return lambda: loop.run(lambda: collator(examples), setup.steps, setup.warmup)
+    return loop, lambda: collator(examples)
+
+
+def transformers_measurement(setup: MlmSetup, special_ids: dict[str, int]) -> Measurement:
+    loop, next_batch = transformers_loop(setup, special_ids)
+    return lambda: loop.run(next_batch, setup.steps, setup.warmup)
 
 
 def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small_vocab: int | None = None,

@@ -32,13 +32,14 @@ def bertlab_optimizer(optimizer: partial | None = None) -> partial:
 
 
 def fit_steps(module: L.LightningModule, device: torch.device, precision: str, steps: int, warmup: int,
-              **fit_inputs) -> StepClock:
-    """Trains `module` for warmup + steps batches in a fresh Trainer; the clock of its last `steps`."""
+              callbacks: tuple[L.Callback, ...] = (), **fit_inputs) -> StepClock:
+    """Trains `module` for warmup + steps batches in a fresh Trainer (with `callbacks` too); the clock of its
+    last `steps`."""
     clock = StepClock(device, warmup)
     trainer = L.Trainer(accelerator=device.type, devices=1, precision=PRECISIONS[precision][0],
                         max_steps=warmup + steps, limit_val_batches=0, num_sanity_val_steps=0,
                         gradient_clip_val=MAX_GRAD_NORM, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, callbacks=[clock])
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[clock, *callbacks])
     trainer.fit(module, **fit_inputs)
     return clock
 

@@ -106,7 +106,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
             mlm_probability=self.hparams.mlm_probability, mask_replace_prob=self.hparams.mask_replace_prob,
             random_replace_prob=self.hparams.random_replace_prob, word_ids=batch.get("word_ids"),
             special_token_ids=self.hparams.special_token_ids, static=self.hparams.static_masking)
-        inputs = {"input_ids": input_ids, "attention_mask": batch["attention_mask"],
+        inputs = {"input_ids": input_ids, "attention_mask": batch.get("attention_mask"),
                   "token_type_ids": batch.get("token_type_ids"), "labels": labels, "return_logits": return_logits,
                   "predictions_per_row": self._predictions_per_row(labels.shape[1])}
         if self.hparams.nsp:

@@ -208,3 +208,21 @@ def test_compiled_static_masking_compiles_once_across_batches_with_different_mas
     assert graphs_after_each_step[0] > 0
     assert graphs_after_each_step == graphs_after_each_step[:1] * 4
     assert math.isfinite(run.logged_metrics["train/loss"])
+
+
+def test_a_batch_without_attention_mask_trains_as_one_whose_mask_is_all_ones(tmp_path):
+    """Batches of packed text have no padding; without a mask, SDPA may use its flash kernels on a GPU."""
+    initial, trained = {}, {}
+    for masked in (True, False):
+        torch.manual_seed(0)
+        module = pretraining_module()
+        batch = pretraining_batch()
+        if not masked:
+            del batch["attention_mask"]
+        initial[masked] = model_weights(module)
+        trainer(tmp_path / str(masked), max_steps=3).fit(module, loader([batch] * 3))
+        trained[masked] = model_weights(module)
+    name = "bert.embeddings.word_embeddings.weight"
+    assert not torch.equal(trained[True][name], initial[True][name])
+    for name, value in trained[True].items():
+        torch.testing.assert_close(trained[False][name], value, msg=name)
