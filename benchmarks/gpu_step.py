@@ -38,6 +38,7 @@ from bertlab.lit.pretraining import PretrainingModule
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
 BASELINE = "transformers"
+PROFILED_STEPS = 5  # after one step unrecorded and one of the profiler's own warm-up
 
 
 @dataclass(frozen=True)
@@ -133,9 +134,6 @@ def kernel_breakdown(profiler: torch.profiler.profile, steps: int) -> tuple[dict
     busy = sum(event.time_range.elapsed_us() for event in kernels) / span
     table = profiler.key_averages().table(sort_by="self_device_time_total", row_limit=30, max_name_column_width=90)
     return dict(by_kind), busy, table
-
-
-PROFILED_STEPS = 5
 
 
 def profile(run: Callable[[torch.profiler.profile], None]) -> torch.profiler.profile:
