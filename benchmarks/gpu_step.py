@@ -25,6 +25,7 @@ from pathlib import Path
 import lightning as L
 import torch
 import transformers
+from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.data import DataLoader
 
@@ -48,6 +49,7 @@ class Arm:
     unmasked: bool = False  # batches without an attention mask: SDPA may take its flash kernel
     pinned: bool = False  # batches in page-locked memory, as a DataLoader with pin_memory=True gives them
     attention_backends: tuple[SDPBackend, ...] | None = None  # SDPA's backends, in order of priority
+    low_precision_layer_norm: bool = False  # LayerNorm outputs in autocast's dtype: a bf16 residual stream
     needs_cuda: bool = False
 
 
@@ -60,7 +62,18 @@ ARMS = {
     "pinned batches": Arm(pinned=True, needs_cuda=True),
     "CUDA graphs": Arm(compile_mode="reduce-overhead", needs_cuda=True),
     "dropout 0": Arm(module_options={"dropout": 0.0}),
+    "bf16 LayerNorm output": Arm(low_precision_layer_norm=True),
 }
+
+
+class LowPrecisionLayerNorm(nn.LayerNorm):
+    """Normalises in fp32 as autocast does, then returns autocast's dtype instead of fp32, so the residual
+    stream and the activations saved for the backward pass are half the bytes."""
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        normalised = super().forward(hidden_states)
+        device = hidden_states.device.type
+        return normalised.to(torch.get_autocast_dtype(device)) if torch.is_autocast_enabled(device) else normalised
 
 
 def arm_context(arm: Arm):
@@ -73,6 +86,10 @@ def arm_module(arm: Arm, setup: MlmSetup, special_ids: dict[str, int]) -> Pretra
     module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"], optimizer=bertlab_optimizer(),
                                special_token_ids=list(special_ids.values()), seed=setup.seed,
                                compile=arm.compile_mode is None, static_masking=True, **arm.module_options)
+    if arm.low_precision_layer_norm:
+        for layer_norm in module.model.modules():
+            if isinstance(layer_norm, nn.LayerNorm):
+                layer_norm.__class__ = LowPrecisionLayerNorm
     if arm.compile_mode is not None:
         module.model.compile(mode=arm.compile_mode)
         # CUDA graphs replay into the same buffers: each step starts a new generation of them.
