@@ -30,9 +30,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.data import DataLoader
 
 from bertlab.bench.clock import interleave
-from bertlab.bench.pretraining import (MlmSetup, bertlab_batch, bertlab_predicted_positions, mlm_config,
-                                       mlm_examples, transformers_loop, transformers_measurement)
-from bertlab.bench.training import PRECISIONS, bertlab_optimizer, fit_steps
+from bertlab.bench.pretraining import (MlmSetup, bertlab_batch, bertlab_module, bertlab_predicted_positions,
+                                       mlm_config, mlm_examples, transformers_loop, transformers_measurement)
+from bertlab.bench.training import PRECISIONS, fit_steps
 from bertlab.commands.bench import quiet_libraries
 from bertlab.flops import dense_bf16_peak_flops, mlm_training_flops
 from bertlab.lit.pretraining import PretrainingModule
@@ -83,9 +83,8 @@ def arm_context(arm: Arm):
 
 
 def arm_module(arm: Arm, setup: MlmSetup, special_ids: dict[str, int]) -> PretrainingModule:
-    module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"], optimizer=bertlab_optimizer(),
-                               special_token_ids=list(special_ids.values()), seed=setup.seed,
-                               compile=arm.compile_mode is None, static_masking=True, **arm.module_options)
+    module = bertlab_module(setup, special_ids, compile=arm.compile_mode is None, static_masking=True,
+                            **arm.module_options)
     if arm.low_precision_layer_norm:
         for layer_norm in module.model.modules():
             if isinstance(layer_norm, nn.LayerNorm):

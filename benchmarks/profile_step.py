@@ -27,8 +27,8 @@ from torch.autograd.profiler import record_function
 from torch.utils.data import DataLoader
 
 from bertlab import model as model_module
-from bertlab.bench.training import bertlab_optimizer
-from bertlab.bench.pretraining import MlmSetup, bertlab_batch, bertlab_measurement, mlm_config, mlm_examples
+from bertlab.bench.pretraining import (MlmSetup, bertlab_batch, bertlab_measurement, bertlab_module, mlm_config,
+                                       mlm_examples)
 from bertlab.lit import pretraining as pretraining_module
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.model import BertAttention, BertEmbeddings, BertIntermediate, BertOutput, BertPredictionHeadTransform
@@ -125,8 +125,7 @@ def profile(setup: MlmSetup, special_ids: dict[str, int], steps: int,
             **module_options) -> tuple[dict[str, float], float, float]:
     """(ms per step by part, profiled ms/step, unprofiled ms/step)."""
     unprofiled = bertlab_measurement(setup, special_ids, **module_options)() / setup.steps * 1e3
-    module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"], optimizer=bertlab_optimizer(),
-                               special_token_ids=list(special_ids.values()), seed=setup.seed, **module_options)
+    module = bertlab_module(setup, special_ids, **module_options)
     batches = [bertlab_batch(mlm_examples(setup, special_ids))] * (setup.warmup + steps)
     schedule = torch.profiler.schedule(wait=0, warmup=setup.warmup, active=steps, repeat=1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule) as profiler:

@@ -88,12 +88,18 @@ def bertlab_batch(examples: list[dict[str, list[int]]]) -> dict[str, torch.Tenso
     return batch
 
 
+def bertlab_module(setup: MlmSetup, special_ids: dict[str, int], *, optimizer: partial | None = None,
+                   **module_options) -> PretrainingModule:
+    """bertlab's arm: `module_options` are more PretrainingModule arguments (compile, mlm_probability, dropout, …)."""
+    return PretrainingModule(setup.config, mask_token_id=special_ids["mask"], optimizer=bertlab_optimizer(optimizer),
+                             special_token_ids=list(special_ids.values()), seed=setup.seed,
+                             **bertlab_options(setup, **module_options))
+
+
 def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, optimizer: partial | None = None,
                         **module_options) -> Measurement:
-    """`module_options`: more PretrainingModule arguments (compile, mlm_probability, dropout, …)."""
-    module = PretrainingModule(setup.config, mask_token_id=special_ids["mask"],
-                               optimizer=bertlab_optimizer(optimizer), special_token_ids=list(special_ids.values()),
-                               seed=setup.seed, **bertlab_options(setup, **module_options))
+    """`module_options`: as `bertlab_module`'s."""
+    module = bertlab_module(setup, special_ids, optimizer=optimizer, **module_options)
     batch = bertlab_batch(mlm_examples(setup, special_ids))
     batches = [batch] * (setup.warmup + setup.steps)
 
