@@ -11,8 +11,10 @@ run's module, data order and random generators as they were: ROUNDS rounds, the 
 each candidate's fastest trial counting (as timeit's repeat). One trial of a small model is half a
 second, and the first trials of a process run slow: with one trial each, the three seeds of a GLUE task
 chose 32-true, bf16-mixed, bf16-mixed. bf16-mixed must also be MARGIN faster than 32-true, so near ties
-keep the exact precision and seeds choose alike. Under data parallelism every process takes the timings
-of the first, so all choose alike.
+keep the exact precision. Timings still vary by a tenth from one run to the next, so a choice near the
+margin could differ between the seeds of a sweep: the jobs of one process (a `-m` sweep, the GLUE suite)
+with the same model, data, task and trainer keep the first one's choice, and their seeds stay comparable.
+Under data parallelism every process takes the timings of the first, so all choose alike.
 
 The choice comes before a time budget's calibration (bertlab.training.budget), which then measures the
 chosen precision; like preparing the data, it is outside the budget. config.yaml records the chosen
@@ -38,6 +40,7 @@ FASTEST = "fastest"
 BEFORE_CHOICE = "32-true"  # the precision of a Trainer built before the choice: every device has it
 ROUNDS = 3
 MARGIN = 1.05  # how much faster than 32-true bf16-mixed must step to be chosen
+chosen_in_this_process: dict[str, str] = {}  # the choice for a run's model, data, task, trainer and device
 
 
 def native_bf16(device: torch.device) -> bool:
@@ -61,6 +64,9 @@ def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, dat
     elif len(options := candidates(device)) == 1:
         chosen = options[0]
         log.info("trainer.precision=fastest: %s (no native bf16 on this %s, nothing to time)", chosen, device.type)
+    elif (chosen := chosen_in_this_process.get(key := what_is_timed(cfg, device))) is not None:
+        log.info("trainer.precision=fastest: %s, as chosen by this sweep's first job with this model, data, task "
+                 "and trainer", chosen)
     else:
         seconds = dict.fromkeys(options, math.inf)
         for _ in range(ROUNDS):
@@ -70,7 +76,14 @@ def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, dat
         chosen = min(options, key=lambda option: seconds[option] * (1.0 if option == "32-true" else MARGIN))
         others = "; ".join(f"{option} {1 / seconds[option]:.3g}" for option in options if option != chosen)
         log.info("trainer.precision=fastest: %s (%.3g steps/s; %s)", chosen, 1 / seconds[chosen], others)
+        chosen_in_this_process[key] = chosen
     cfg.trainer.precision = chosen
+
+
+def what_is_timed(cfg: DictConfig, device: torch.device) -> str:
+    """The parts of `cfg` a step's cost depends on (not the seed, the rates or the output folders), as text."""
+    timed = {group: cfg.get(group) for group in ("model", "data", "task", "trainer")}
+    return f"{device} {OmegaConf.to_yaml(OmegaConf.create(timed))}"
 
 
 def recorded_precision(checkpoint: Path) -> str:

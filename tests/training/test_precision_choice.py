@@ -43,6 +43,14 @@ def trials_measuring(patch: pytest.MonkeyPatch, rates: dict[str, float]) -> list
     return timed
 
 
+@pytest.fixture(autouse=True)
+def choices_forgotten():
+    """Each test's runs choose anew and leave no choice behind (a process keeps its sweeps' choices)."""
+    precision.chosen_in_this_process.clear()
+    yield
+    precision.chosen_in_this_process.clear()
+
+
 def recorded(run_dir: Path) -> tuple[str, int, float | None]:
     """trainer.precision, trainer.max_steps and budget_minutes of the run's config.yaml."""
     config = OmegaConf.load(run_dir / "config.yaml")
@@ -128,6 +136,23 @@ def test_the_choice_takes_each_candidates_best_round_and_a_margin(monkeypatch, r
     cfg = OmegaConf.create({"trainer": {"precision": "fastest"}})
     precision.choose(cfg, torch.device("cpu"), None, None, Path("."), checkpoint=None)
     assert (cfg.trainer.precision, asked) == (expected, ROUNDS)
+
+
+def test_a_sweeps_later_seeds_keep_the_first_choice(tiny_data_dir, tmp_path, capsys, monkeypatch):
+    timed = trials_measuring(monkeypatch, FP32_FASTER)
+    tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
+    outcome = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "sweep", "+data.limit_train_samples=16",
+                                         FASTEST, "hydra.sweep.dir=" + str(tmp_path / "sweep"), "-m",
+                                         "seed=0,1", "optimizer.lr=1e-3,3e-4"), capsys)
+    assert outcome.code == 0, outcome.err
+    assert timed == ROUNDS  # timed once for the four jobs
+    logs = sorted((tmp_path / "sweep").glob("*/sst2.log"))
+    assert [OmegaConf.load(log.parent / "config.yaml").trainer.precision for log in logs] == ["32-true"] * 4
+    assert "as chosen by this sweep's first job with this model, data, task and trainer" in logs[-1].read_text()
+    other_data = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "other", "+data.limit_train_samples=8",
+                                            FASTEST), capsys)
+    assert other_data.code == 0, other_data.err
+    assert timed == ROUNDS * 2  # other data: timed anew
 
 
 def test_without_native_bf16_32_true_is_chosen_untimed(tiny_data_dir, tmp_path, capsys, monkeypatch):
