@@ -37,7 +37,8 @@ from bertlab.training import run_folder, trial
 
 log = logging.getLogger("bertlab")
 FASTEST = "fastest"
-BEFORE_CHOICE = "32-true"  # the precision of a Trainer built before the choice: every device has it
+EXACT = "32-true"  # every device's candidate, which bf16-mixed must beat by MARGIN
+BEFORE_CHOICE = EXACT  # the precision of a Trainer built before the choice
 ROUNDS = 3
 MARGIN = 1.05  # how much faster than 32-true bf16-mixed must step to be chosen
 chosen_in_this_process: dict[str, str] = {}  # the choice for a run's model, data, task, trainer and device
@@ -51,7 +52,7 @@ def native_bf16(device: torch.device) -> bool:
 
 
 def candidates(device: torch.device) -> list[str]:
-    return ["32-true", "bf16-mixed"] if native_bf16(device) else ["32-true"]
+    return [EXACT, "bf16-mixed"] if native_bf16(device) else [EXACT]
 
 
 def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, datamodule: L.LightningDataModule,
@@ -73,7 +74,7 @@ def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, dat
             for option in options:
                 timing = trial.time_steps(cfg, module, datamodule, run_dir, steps_only=True, precision=option)
                 seconds[option] = min(seconds[option], timing.step_seconds)
-        chosen = min(options, key=lambda option: seconds[option] * (1.0 if option == "32-true" else MARGIN))
+        chosen = min(options, key=lambda option: seconds[option] * (1.0 if option == EXACT else MARGIN))
         others = "; ".join(f"{option} {1 / seconds[option]:.3g}" for option in options if option != chosen)
         log.info("trainer.precision=fastest: %s (%.3g steps/s; %s)", chosen, 1 / seconds[chosen], others)
         chosen_in_this_process[key] = chosen

@@ -1,6 +1,7 @@
-"""trainer.precision=fastest (bertlab.training.precision): the candidate its trials find faster wins (each one's best round, bf16-mixed by a margin) and
-config.yaml records it, that config repeats the run bit for bit, a resumed run keeps it and a budget
-calibrates in it; without native bf16 nothing is timed; bad values are one line."""
+"""trainer.precision=fastest (bertlab.training.precision): the candidate its trials find faster wins (each
+one's best round, bf16-mixed by a margin) and config.yaml records it, that config repeats the run bit for bit,
+a resumed run keeps it, a sweep's later jobs keep it and a budget calibrates in it; without native bf16
+nothing is timed; bad values are one line."""
 
 from __future__ import annotations
 
