@@ -9,6 +9,8 @@ from random weights with the checkpoint's vocabulary: the control. Other argumen
 overrides for every job (e.g. optimizer.lr=1e-3). `lrs` is a grid of fine-tuning learning rates
 instead of one: every task runs every seed at each, and the table reports each task at the rate
 with the best mean score, as BERT's and Google's small BERTs' GLUE figures were chosen on dev.
+`task:rate` items give a task its own rates, e.g. lrs=sst2:2e-4,rte:3e-4,1e-3 (SST-2 at 2e-4, RTE at
+3e-4, the other tasks at 1e-3).
 The suite folder (hydra.sweep.dir, default outputs/glue/<recipe>/<run>[_scratch]) gets
 <task>/seed_<n>/ per job (<task>/lr_<rate>/seed_<n>/ with `lrs`) and glue.csv, glue.md and
 glue.png; run again, the command skips the jobs that finished.
@@ -61,14 +63,31 @@ def parse(argv: list[str]) -> tuple[Path, dict[str, str], list[str]]:
     if not all(seed.isdigit() for seed in options["seeds"].split(",")):
         raise UsageError(f"bertlab glue: seeds={options['seeds']}: expected non-negative integers, e.g. seeds=0,1,2")
     if options["lrs"]:
-        if not all(is_positive_number(lr) for lr in options["lrs"].split(",")):
-            raise UsageError(f"bertlab glue: lrs={options['lrs']}: expected positive numbers, e.g. lrs=3e-4,1e-3")
+        task_rates(options["lrs"], options["tasks"].split(","))  # refuses a bad grid before anything runs
         if any(token.lstrip("+").startswith("optimizer.lr=") for token in overrides):
             raise UsageError("bertlab glue: give the learning rate as lrs=… (a grid) or optimizer.lr=… (one), "
                              "not both")
     if options["scratch"] not in ("true", "false"):
         raise UsageError(f"bertlab glue: scratch={options['scratch']}: expected true or false")
     return hugging_face_folder(argv[0]), options, overrides
+
+
+def task_rates(lrs: str, tasks: list[str]) -> dict[str, list[str]]:
+    """Each task's grid of rates from `lrs`: plain items for every task, `task:rate` items for that task alone."""
+    shared, own = [], {task: [] for task in tasks}
+    for item in lrs.split(","):
+        task, _, rate = item.rpartition(":")
+        if not is_positive_number(rate):
+            raise UsageError(f"bertlab glue: lrs={lrs}: expected positive numbers, e.g. lrs=3e-4,1e-3, or task:rate "
+                             f"items, e.g. lrs=sst2:2e-4,1e-3")
+        if task and task not in own:
+            raise UsageError(f"bertlab glue: lrs={lrs}: {item} names a task that is not in tasks={','.join(tasks)}")
+        (own[task] if task else shared).append(rate)
+    missing = [task for task, rates in own.items() if not rates and not shared]
+    if missing:
+        raise UsageError(f"bertlab glue: lrs={lrs}: no rate for {', '.join(missing)}; add a rate for every other "
+                         f"task, e.g. lrs={lrs},1e-3")
+    return {task: rates or shared for task, rates in own.items()}
 
 
 def is_positive_number(text: str) -> bool:
@@ -78,8 +97,9 @@ def is_positive_number(text: str) -> bool:
         return False
 
 
-def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
-    """The `fine-tune -m` command line of the suite (before the user's own overrides)."""
+def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]:
+    """The `fine-tune -m` command lines of the suite (before the user's own overrides): one per group of
+    tasks that share their grid of rates, all into one suite folder."""
     folder = checkpoint.parent if checkpoint.name == HF_MODEL else checkpoint  # the run, or the HF folder
     name = f"{folder.parent.name}/{folder.name}"  # e.g. mlm_tiny/2026-11-25_03-07-47
     if options["scratch"] == "true":
@@ -90,14 +110,23 @@ def suite_overrides(checkpoint: Path, options: dict[str, str]) -> list[str]:
     else:
         model = [f"model.init_from={checkpoint}"]
     tasks, seeds = options["tasks"].split(","), options["seeds"].split(",")
-    lrs = options["lrs"].split(",") if options["lrs"] else []
-    grid = [f"optimizer.lr={','.join(lrs)}"] if lrs else []
-    subdir = "${glue.task}/lr_${optimizer.lr}/seed_${seed}" if lrs else "${glue.task}/seed_${seed}"
-    return ["-m", f"+glue={','.join(tasks)}", f"seed={','.join(seeds)}", *grid, *model, "name=glue",
-            "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
-            f"hydra.sweep.subdir={subdir}",
-            "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
-            f"+hydra.callbacks.glue_suite.jobs={len(tasks) * len(seeds) * max(1, len(lrs))}"]
+    rates = task_rates(options["lrs"], tasks) if options["lrs"] else dict.fromkeys(tasks, [])
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for task in tasks:
+        groups.setdefault(tuple(rates[task]), []).append(task)
+    subdir = "${glue.task}/lr_${optimizer.lr}/seed_${seed}" if options["lrs"] else "${glue.task}/seed_${seed}"
+    jobs = sum(len(rates[task]) or 1 for task in tasks) * len(seeds)
+    launches, done_before = [], 0
+    for lrs, group in groups.items():
+        grid = [f"optimizer.lr={','.join(lrs)}"] if lrs else []
+        launches.append(["-m", f"+glue={','.join(group)}", f"seed={','.join(seeds)}", *grid, *model, "name=glue",
+                         "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
+                         f"hydra.sweep.subdir={subdir}",
+                         "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
+                         f"+hydra.callbacks.glue_suite.jobs={jobs}",
+                         f"+hydra.callbacks.glue_suite.done_before={done_before}"])
+        done_before += len(group) * len(seeds) * max(1, len(lrs))
+    return launches
 
 
 def glue_job(cfg: DictConfig) -> str | None:
@@ -111,4 +140,5 @@ def glue_job(cfg: DictConfig) -> str | None:
 
 def main(argv: list[str], prog: str) -> None:
     checkpoint, options, overrides = parse(argv)
-    launch("fine_tune", glue_job, [*suite_overrides(checkpoint, options), *overrides], prog)
+    for suite_overrides in suite_launches(checkpoint, options):
+        launch("fine_tune", glue_job, [*suite_overrides, *overrides], prog)

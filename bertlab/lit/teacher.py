@@ -7,7 +7,7 @@ never per token. It runs in eval mode, without gradients, over batches sorted by
 run's autocast dtype. Its outputs go to a safetensors file in the cache folder named by a hash of all
 they depend on (the teacher's weights, config and tokenizer, the texts, the truncation, the device
 type and dtype) and the layers kept, so that a rerun or a resumed run loads them instead of running
-the teacher again, and a run that needs no hidden states takes the logits of any file.
+the teacher again; a run takes the file of any layers that include its own (the logits alone: any file).
 """
 
 from __future__ import annotations
@@ -109,11 +109,14 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
     pairs = None if train[1] is None else train[1] + validation[1]
     key = cache_key(Path(teacher), tokenizer.to_str(), texts, pairs, len(train[0]), max_seq_length, device, dtype)
     folder = cache_folder(cache_dir)
-    cache_file = folder / f"teacher-{key[:24]}-layers{'-'.join(map(str, layers))}.safetensors"
-    if not layers:  # the logits of a file made with hidden states serve as well
-        cache_file = next(iter(sorted(folder.glob(f"teacher-{key[:24]}-layers*.safetensors"))), cache_file)
-    if cache_file.is_file():
+    cached = cached_file(folder, key, layers)
+    if cached:
+        cache_file, positions = cached
         tensors, labelling = read_cache(cache_file)
+        if layers:
+            tensors["train_hidden"] = tensors["train_hidden"][:, positions].contiguous()
+        else:
+            tensors.pop("train_hidden", None)
         from_cache = True
         log.info("Teacher outputs of %s loaded from %s", teacher, cache_file)
     else:
@@ -130,6 +133,7 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
         if hidden is not None:
             tensors["train_hidden"] = hidden[:len(train[0])].contiguous()
         metadata = {"labelling": json.dumps(labelling)}
+        cache_file = folder / f"teacher-{key[:24]}-layers{'-'.join(map(str, layers))}.safetensors"
         write_atomically(cache_file, lambda temp: save_file(tensors, temp, metadata=metadata))
         from_cache = False
         log.info("Teacher %s labelled %d sentences in %.1f s (%.0f sentences/s on %s); cached in %s", teacher,
@@ -149,6 +153,16 @@ def cache_key(teacher: Path, tokenizer: str, texts: list[str], pairs: list[str] 
     for text in texts + (pairs or []):
         digest.update(text.encode("utf-8") + b"\0")
     return digest.hexdigest()
+
+
+def cached_file(folder: Path, key: str, layers: Sequence[int]) -> tuple[Path, list[int]] | None:
+    """A cache file of `key` that kept every one of `layers` (any file, for the logits alone), and where
+    each of `layers` sits among the layers it kept."""
+    for path in sorted(folder.glob(f"teacher-{key[:24]}-layers*.safetensors")):
+        kept = [int(layer) for layer in path.stem.rpartition("-layers")[2].split("-") if layer]
+        if set(layers) <= set(kept):
+            return path, [kept.index(layer) for layer in layers]
+    return None
 
 
 def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

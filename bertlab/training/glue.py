@@ -120,8 +120,9 @@ class GlueSuite(Callback):
     """Hydra callback of a `glue` sweep: progress over the whole suite (which task and seed, how many
     left, ETA from the jobs run so far), and the GLUE table when the sweep ends."""
 
-    def __init__(self, jobs: int):
-        self.jobs, self.started, self.ran, self.seconds = jobs, 0, 0, 0.0
+    def __init__(self, jobs: int, done_before: int = 0):
+        """`jobs` of the whole suite, `done_before` of them by the suite's earlier sweeps (tasks at other rates)."""
+        self.jobs, self.started, self.ran, self.seconds = jobs, done_before, 0, 0.0
         self.job_start = time.perf_counter()
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:

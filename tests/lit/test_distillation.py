@@ -160,7 +160,10 @@ def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tm
     assert loaded.validation_logits.shape == (2, 2)
     logits_only = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **{**options, "layers": []})
     assert sum(seen) == 32 and logits_only.from_cache  # the file with hidden states has the logits too
-    assert torch.equal(logits_only.train_logits, computed.train_logits)
+    assert torch.equal(logits_only.train_logits, computed.train_logits) and logits_only.train_hidden is None
+    twice = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **{**options, "layers": [1, 1]})
+    assert sum(seen) == 32 and twice.from_cache  # the layers asked for are among those a file kept
+    assert torch.equal(twice.train_hidden, computed.train_hidden.expand(-1, 2, -1))
 
 
 def test_a_time_budget_leaves_the_teachers_labelling_out(runs, tiny_data_dir, tmp_path, monkeypatch):

@@ -157,8 +157,25 @@ def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys
     assert "stsb/lr_0.001/seed_0" in summary and "stsb/lr_0.002/seed_0" in summary
 
 
+def test_a_task_of_its_own_rate_runs_in_the_same_suite(tiny_glue, capsys):
+    run, suite = tiny_glue
+    outcome = run_in_process(["glue", str(run), "tasks=sst2,stsb", "seeds=0", "lrs=stsb:2e-3,1e-3", "trainer.max_steps=2",
+                              "trainer.val_check_interval=2", "data.limit_train_samples=16",
+                              "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET,
+                              f"hydra.sweep.dir={suite}"], capsys)
+    assert outcome.code == 0, outcome.err
+    assert "GLUE job 1/2: sst2 seed 0, lr 0.001" in outcome.out and "GLUE job 2/2: stsb seed 0, lr 0.002" in outcome.out
+    assert sorted(path.relative_to(suite).as_posix() for path in suite.glob("*/lr_*/seed_*")) == [
+        "sst2/lr_0.001/seed_0", "stsb/lr_0.002/seed_0"]
+    rows, _ = glue_table(suite)
+    assert {(row["task"], row["lr"]) for row in rows} == {("sst2", 0.001), ("stsb", 0.002)}
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["lrs=1e-3,fast"], "lrs=1e-3,fast: expected positive numbers, e.g. lrs=3e-4,1e-3"),
+    (["tasks=sst2,rte", "lrs=sst2:2e-4"], "lrs=sst2:2e-4: no rate for rte; add a rate for every other task"),
+    (["tasks=sst2,rte", "lrs=cola:2e-4,1e-3"], "lrs=cola:2e-4,1e-3: cola:2e-4 names a task that is not in"),
+    (["lrs=sst2:fast,1e-3"], "lrs=sst2:fast,1e-3: expected positive numbers"),
     (["lrs=1e-3,0"], "lrs=1e-3,0: expected positive numbers"),
     (["lrs=1e-3,3e-4", "optimizer.lr=1e-4"],
      "give the learning rate as lrs=… (a grid) or optimizer.lr=… (one), not both"),
