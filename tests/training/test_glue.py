@@ -97,6 +97,11 @@ def test_a_task_run_at_several_learning_rates_is_reported_at_its_best(tmp_path):
     assert "| sst2 | accuracy | 0.0003 | 2 | 83.0 ± 0.0 | 83.0 | 83.0 | 0.001: 82.0 |" in markdown
 
 
+# Two optimizer steps on a few rows: each job of a tiny suite takes seconds.
+TINY_JOBS = ["trainer.max_steps=2", "trainer.val_check_interval=2", "data.limit_train_samples=16",
+             "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET]
+
+
 @pytest.fixture
 def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     """A data folder with sst2/ and a small STS-B-like glue/stsb/, and a tiny masked-LM checkpoint."""
@@ -120,9 +125,7 @@ def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, P
 
 def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_glue, capsys):
     run, suite = tiny_glue
-    argv = ["glue", str(run), "tasks=sst2,stsb", "seeds=0,1", "trainer.max_steps=2", "trainer.val_check_interval=2",
-            "data.limit_train_samples=16", "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET,
-            f"hydra.sweep.dir={suite}"]
+    argv = ["glue", str(run), "tasks=sst2,stsb", "seeds=0,1", *TINY_JOBS, f"hydra.sweep.dir={suite}"]
     outcome = run_in_process(argv, capsys)
     assert outcome.code == 0, outcome.err
     assert "GLUE job 4/4: stsb seed 1" in outcome.out
@@ -143,9 +146,7 @@ def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_gl
 
 def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys):
     run, suite = tiny_glue
-    outcome = run_in_process(["glue", str(run), "tasks=stsb", "seeds=0", "lrs=1e-3,2e-3", "trainer.max_steps=2",
-                              "trainer.val_check_interval=2", "data.limit_train_samples=16",
-                              "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET,
+    outcome = run_in_process(["glue", str(run), "tasks=stsb", "seeds=0", "lrs=1e-3,2e-3", *TINY_JOBS,
                               f"hydra.sweep.dir={suite}"], capsys)
     assert outcome.code == 0, outcome.err
     assert "GLUE job 2/2: stsb seed 0, lr 0.002" in outcome.out
@@ -159,9 +160,7 @@ def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys
 
 def test_a_task_of_its_own_rate_runs_in_the_same_suite(tiny_glue, capsys):
     run, suite = tiny_glue
-    outcome = run_in_process(["glue", str(run), "tasks=sst2,stsb", "seeds=0", "lrs=stsb:2e-3,1e-3", "trainer.max_steps=2",
-                              "trainer.val_check_interval=2", "data.limit_train_samples=16",
-                              "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET,
+    outcome = run_in_process(["glue", str(run), "tasks=sst2,stsb", "seeds=0", "lrs=stsb:2e-3,1e-3", *TINY_JOBS,
                               f"hydra.sweep.dir={suite}"], capsys)
     assert outcome.code == 0, outcome.err
     assert "GLUE job 1/2: sst2 seed 0, lr 0.001" in outcome.out and "GLUE job 2/2: stsb seed 0, lr 0.002" in outcome.out
