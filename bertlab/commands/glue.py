@@ -18,6 +18,7 @@ glue.png; run again, the command skips the jobs that finished.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
@@ -115,17 +116,16 @@ def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]
     for task in tasks:
         groups.setdefault(tuple(rates[task]), []).append(task)
     subdir = "${glue.task}/lr_${optimizer.lr}/seed_${seed}" if options["lrs"] else "${glue.task}/seed_${seed}"
-    jobs = sum(len(rates[task]) or 1 for task in tasks) * len(seeds)
-    launches, done_before = [], 0
-    for lrs, group in groups.items():
+    group_jobs = [len(group) * len(seeds) * max(1, len(lrs)) for lrs, group in groups.items()]
+    launches = []
+    for (lrs, group), done_before in zip(groups.items(), [0, *itertools.accumulate(group_jobs)]):
         grid = [f"optimizer.lr={','.join(lrs)}"] if lrs else []
         launches.append(["-m", f"+glue={','.join(group)}", f"seed={','.join(seeds)}", *grid, *model, "name=glue",
                          "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
                          f"hydra.sweep.subdir={subdir}",
                          "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
-                         f"+hydra.callbacks.glue_suite.jobs={jobs}",
+                         f"+hydra.callbacks.glue_suite.jobs={sum(group_jobs)}",
                          f"+hydra.callbacks.glue_suite.done_before={done_before}"])
-        done_before += len(group) * len(seeds) * max(1, len(lrs))
     return launches
 
 

@@ -114,7 +114,7 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
         cache_file, positions = cached
         tensors, labelling = read_cache(cache_file)
         if layers:
-            tensors["train_hidden"] = tensors["train_hidden"][:, positions].contiguous()
+            tensors["train_hidden"] = tensors["train_hidden"][:, positions]  # a copy, in the order asked
         else:
             tensors.pop("train_hidden", None)
         from_cache = True
