@@ -16,16 +16,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import lightning as L
 import torch
 import transformers
-from torch import nn
+from torch._inductor import config as inductor_config
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.data import DataLoader
 
@@ -49,7 +50,8 @@ class Arm:
     unmasked: bool = False  # batches without an attention mask: SDPA may take its flash kernel
     pinned: bool = False  # batches in page-locked memory, as a DataLoader with pin_memory=True gives them
     attention_backends: tuple[SDPBackend, ...] | None = None  # SDPA's backends, in order of priority
-    low_precision_layer_norm: bool = False  # LayerNorm outputs in autocast's dtype: a bf16 residual stream
+    config_changes: dict = field(default_factory=dict)  # of the model's BertConfig
+    inductor_options: dict = field(default_factory=dict)  # torch._inductor.config while the arm compiles and runs
     needs_cuda: bool = False
 
 
@@ -62,37 +64,31 @@ ARMS = {
     "pinned batches": Arm(pinned=True, needs_cuda=True),
     "CUDA graphs": Arm(compile_mode="reduce-overhead", needs_cuda=True),
     "dropout 0": Arm(module_options={"dropout": 0.0}),
-    "bf16 LayerNorm output": Arm(low_precision_layer_norm=True),
+    "fp32 residual stream": Arm(config_changes={"low_precision_residual": False}),
+    # Inductor times block sizes for each of its own kernels (the LayerNorm, GELU and dropout fusions).
+    "tuned kernels": Arm(inductor_options={"coordinate_descent_tuning": True}),
+    # Triton matmul templates against cuBLAS per shape; a template can take the bias and GELU as its epilogue.
+    "max-autotune": Arm(compile_mode="max-autotune-no-cudagraphs", needs_cuda=True),
 }
 
 
-class LowPrecisionLayerNorm(nn.LayerNorm):
-    """Normalises in fp32 as autocast does, then returns autocast's dtype instead of fp32, so the residual
-    stream and the activations saved for the backward pass are half the bytes."""
-
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        normalised = super().forward(hidden_states)
-        device = hidden_states.device.type
-        return normalised.to(torch.get_autocast_dtype(device)) if torch.is_autocast_enabled(device) else normalised
-
-
-def arm_context(arm: Arm):
-    if arm.attention_backends is None:
-        return contextlib.nullcontext()
-    return sdpa_kernel(list(arm.attention_backends), set_priority=True)
+def arm_context(arm: Arm) -> contextlib.ExitStack:
+    stack = contextlib.ExitStack()
+    if arm.attention_backends is not None:
+        stack.enter_context(sdpa_kernel(list(arm.attention_backends), set_priority=True))
+    if arm.inductor_options:
+        stack.enter_context(inductor_config.patch(arm.inductor_options))
+    return stack
 
 
 def arm_module(arm: Arm, setup: MlmSetup, special_ids: dict[str, int]) -> PretrainingModule:
-    module = bertlab_module(setup, special_ids, compile=arm.compile_mode is None, static_masking=True,
-                            **arm.module_options)
-    if arm.low_precision_layer_norm:
-        for layer_norm in module.model.modules():
-            if isinstance(layer_norm, nn.LayerNorm):
-                layer_norm.__class__ = LowPrecisionLayerNorm
+    module = bertlab_module(replace(setup, config=replace(setup.config, **arm.config_changes)), special_ids,
+                            compile=arm.compile_mode is None, static_masking=True, **arm.module_options)
     if arm.compile_mode is not None:
         module.model.compile(mode=arm.compile_mode)
-        # CUDA graphs replay into the same buffers: each step starts a new generation of them.
-        module.on_train_batch_start = lambda *args: torch.compiler.cudagraph_mark_step_begin()
+        if arm.compile_mode in ("reduce-overhead", "max-autotune"):
+            # CUDA graphs replay into the same buffers: each step starts a new generation of them.
+            module.on_train_batch_start = lambda *args: torch.compiler.cudagraph_mark_step_begin()
     return module
 
 
@@ -275,7 +271,7 @@ def main() -> None:
         (out / f"gpu_step_{args.size}_{args.length}.json").write_text(json.dumps(
             {"rows": rows, "failed": failed, "profiles": profiles}, indent=2))
         for name, table in tables.items():
-            (out / f"kernels_{args.size}_{args.length}_{name.replace(' ', '_')}.txt").write_text(table)
+            (out / f"kernels_{args.size}_{args.length}_{re.sub(r'[^A-Za-z0-9.-]+', '_', name)}.txt").write_text(table)
 
 
 def _guarded(measure: Callable[[], float], name: str, failed: dict[str, str]) -> Callable[[], float]:

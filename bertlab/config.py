@@ -16,7 +16,7 @@ POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query")
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
-RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv")
+RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual")
 # Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
 # must not make bertlab allocate whatever it asks for.
 SIZE_LIMITS = {"vocab_size": 1_000_000, "hidden_size": 65_536, "num_hidden_layers": 1_000,
@@ -62,6 +62,7 @@ class BertConfig:
     gradient_checkpointing: bool = False
     attn_implementation: str = "sdpa"
     fused_qkv: bool = True
+    low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -34,6 +34,7 @@ COMPILED = {"compile": True, "static_masking": True}
 # bertlab's fast paths that are switches, measured against its defaults: (config changes, module options)
 FAST_PATH_SWITCHES = {
     "fused_qkv off": ({"fused_qkv": False}, {}),
+    "fp32 residual stream": ({"low_precision_residual": False}, {}),
     "torch.compile": ({}, COMPILED),
     "foreach AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, foreach=True)}),
 }
