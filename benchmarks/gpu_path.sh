@@ -25,7 +25,7 @@ stage() {  # stage NAME SECONDS COMMAND…: runs COMMAND under a time limit; pri
     local name=$1 limit=$2 start=$SECONDS
     shift 2
     echo "=== $name: $*"
-    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1   # -k: Lightning traps TERM (a graceful stop after the step)
     local rc=$?
     echo "=== $name: rc $rc after $((SECONDS - start)) s"
     tr '\r' '\n' <"$out/$name.log" | grep -v '^\s*$' | tail -n "${TAIL_LINES:-12}"

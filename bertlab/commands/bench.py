@@ -59,7 +59,7 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     parser.add_argument("--inference-sentences", type=int, help="SST-2 validation sentences (default: all)")
     parser.add_argument("--fast-paths", action="store_true",
                         help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
-                             "torch.compile, foreach instead of fused AdamW)")
+                             "an fp32 residual stream under bf16, torch.compile, foreach instead of fused AdamW)")
     parser.add_argument("--compile", action="store_true",
                         help="bertlab's arms compiled, with static masking, as mlm_base_gpu trains")
     parser.add_argument("--peak-tflops", type=float,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bertlab.bench import clock
+from bertlab.bench import clock, pretraining
 from bertlab.bench.clock import StepClock, Timing, interleave
 from bertlab.bench.pretraining import MlmSetup, bertlab_options, bertlab_predicted_positions, mlm_config
 from bertlab.bench.report import Result, add_ratios
@@ -52,6 +52,24 @@ def test_compiled_arms_predict_a_static_block():
     assert options == {"compile": True, "static_masking": True}
     assert bertlab_predicted_positions(setup, options) == 4 * round(0.15 * 130)
     assert bertlab_predicted_positions(setup, {}) == pytest.approx(4 * 128 * 0.15)
+
+
+@pytest.mark.parametrize("precision", ("fp32", "bf16"))
+def test_a_switch_that_only_acts_under_autocast_is_measured_in_bf16_only(monkeypatch, precision):
+    measured = []
+    monkeypatch.setattr(pretraining, "transformers_measurement", lambda *args: None)
+    monkeypatch.setattr(pretraining, "bertlab_measurement", lambda setup, *args, **switch: setup.config)
+    monkeypatch.setattr(pretraining, "interleave", lambda measurements, repeats: (
+        measured.append(measurements) or {name: Timing([1.0]) for name in measurements}))
+    setup = MlmSetup("bert_tiny", mlm_config("bert_tiny"), batch_size=2, length=16, tokenizer_dir="",
+                     device=torch.device("cpu"), precision=precision, steps=1, warmup=1)
+    pretraining.compare(setup, {}, repeats=1, fast_paths=("fused_qkv off", "fp32 residual stream"))
+    arms = measured[0]
+    assert arms["bertlab, fused_qkv off"].fused_qkv is False
+    if precision == "fp32":
+        assert "bertlab, fp32 residual stream" not in arms
+    else:
+        assert arms["bertlab, fp32 residual stream"].low_precision_residual is False
 
 
 def test_ratios_and_peak_fraction():
