@@ -86,7 +86,7 @@ def arm_module(arm: Arm, setup: MlmSetup, special_ids: dict[str, int]) -> Pretra
                             compile=arm.compile_mode is None, static_masking=True, **arm.module_options)
     if arm.compile_mode is not None:
         module.model.compile(mode=arm.compile_mode)
-        if arm.compile_mode in ("reduce-overhead", "max-autotune"):
+        if arm.compile_mode == "reduce-overhead":
             # CUDA graphs replay into the same buffers: each step starts a new generation of them.
             module.on_train_batch_start = lambda *args: torch.compiler.cudagraph_mark_step_begin()
     return module
