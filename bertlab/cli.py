@@ -17,7 +17,7 @@ from bertlab.errors import BertlabError, UsageError
 
 # command → (module in bertlab.commands, one-line help)
 COMMANDS = {
-    "train": ("train", "pretrain a BERT (masked LM, optional NSP) from a text corpus"),
+    "train": ("train", "pretrain a BERT: masked LM (optional NSP) on a corpus, or a teacher's sentence embeddings"),
     "fine-tune": ("fine_tune", "fine-tune a sequence classifier from a checkpoint or from scratch"),
     "evaluate": ("evaluate", "metrics of a fine-tuned checkpoint on a split or a file"),
     "glue": ("glue", "the GLUE suite (tasks × seeds) for a checkpoint, and its table"),

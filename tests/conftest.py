@@ -42,6 +42,14 @@ def write_synthetic_corpus(path: Path, *, seed: int, paragraphs_per_document: in
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def write_sentence_corpus(path: Path, lines: int = 60) -> Path:
+    """`lines` paragraphs of three sentences: 'Line i opens here with words.' (6 words), a 2-word one, and a
+    7-word question; for sentence-embedding distillation (bertlab.data.sentences)."""
+    path.write_text("".join(f"Line {i} opens here with words. Too short! Does line {i} end with a question?\n"
+                            for i in range(lines)), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session")
 def corpus_alphabets() -> tuple[str, ...]:
     """The letters of each document of `tiny_corpus`, in order."""

@@ -38,7 +38,6 @@ from bertlab.lit.optim import configure_optimization
 from bertlab.model import BertForSequenceClassification
 
 log = logging.getLogger("bertlab")
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "16": torch.float16}  # by the prefix of Lightning's precision
 
 
 def soft_target_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -128,12 +127,11 @@ class DistillationModule(ClassificationModule):
         if not isinstance(data, ClassificationDataModule):
             raise ConfigError(f"{type(self).__name__} reads the training texts from a ClassificationDataModule; "
                               f"the trainer has {type(data).__name__}")
-        precision = str(self.trainer.precision)
         outputs = teacher_module.teacher_outputs(
             self.teacher, data.texts(data.train_split), data.texts(data.validation_split),
             layers=[teacher_layer for _, teacher_layer in self.layer_pairs], max_seq_length=data.max_seq_length,
             batch_size=data.eval_batch_size, device=self.trainer.strategy.root_device,
-            dtype=next((dtype for prefix, dtype in AUTOCAST_DTYPES.items() if precision.startswith(prefix)), None),
+            dtype=teacher_module.autocast_dtype(str(self.trainer.precision)),
             cache_dir=self.cache_dir)
         self.teacher_logits, self.teacher_hidden = outputs.train_logits, outputs.train_hidden
         training_labels = torch.as_tensor(column_values(data.datasets[data.train_split], "labels"))

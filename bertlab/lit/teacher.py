@@ -8,6 +8,8 @@ run's autocast dtype. Its outputs go to a safetensors file in the cache folder n
 they depend on (the teacher's weights, config and tokenizer, the texts, the truncation, the device
 type and dtype) and the layers kept, so that a rerun or a resumed run loads them instead of running
 the teacher again; a run takes the file of any layers that include its own (the logits alone: any file).
+The pass over the texts (`for_each_batch`), the cache key and the cache file serve the teacher of a
+sentence-embedding distillation too (bertlab.lit.embedding_teacher).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ log = logging.getLogger("bertlab")
 CACHE_FORMAT = 2  # part of the cache key: raise it when the stored tensors change meaning
 PROGRESS_EVERY_SECONDS = 10.0
 REPORT = "teacher.json"
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "16": torch.float16}  # by the prefix of Lightning's precision
 Texts = tuple[list[str], list[str] | None]  # texts and their pairs (None for single sentences)
 
 
@@ -58,13 +61,8 @@ class TeacherOutputs:
 
 def teacher_config(teacher: str | None) -> BertConfig:
     """The config of the classifier folder `teacher` (task.teacher), or a one-line error."""
-    if not teacher:
-        raise ConfigError("task.teacher is not set: name the teacher, a classifier folder (a fine-tune run's "
-                          "hf_model, or a Hugging Face BertForSequenceClassification folder with its tokenizer)")
-    folder = Path(teacher)
-    if not folder.is_dir():
-        raise CheckpointError(f"task.teacher={teacher}: no such folder; expected a classifier folder "
-                              f"({CONFIG_NAME}, {WEIGHTS_NAME}, tokenizer), such as outputs/sst2/latest/hf_model")
+    folder = teacher_folder(teacher, "a classifier folder (a fine-tune run's hf_model, or a Hugging Face "
+                                     "BertForSequenceClassification folder)", "outputs/sst2/latest/hf_model")
     config = BertConfig.from_json_file(folder)
     try:
         with safe_open(folder / WEIGHTS_NAME, framework="pt") as weights:
@@ -78,6 +76,22 @@ def teacher_config(teacher: str | None) -> BertConfig:
         raise CheckpointError(f"task.teacher={teacher}: not a trained classifier, its {WEIGHTS_NAME} has no "
                               f"{head[-1]}; distil from a fine-tuned BertForSequenceClassification")
     return config
+
+
+def teacher_folder(teacher: str | None, expected: str, example: str) -> Path:
+    """The folder `teacher` (task.teacher) names, or a one-line error saying what was `expected`."""
+    if not teacher:
+        raise ConfigError(f"task.teacher is not set: name the teacher, {expected}")
+    folder = Path(teacher)
+    if not folder.is_dir():
+        raise CheckpointError(f"task.teacher={teacher}: no such folder; expected {expected} with its "
+                              f"{CONFIG_NAME}, {WEIGHTS_NAME} and tokenizer, such as {example}")
+    return folder
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The autocast dtype of a Lightning precision ("bf16-mixed": bfloat16); None: float32."""
+    return next((dtype for prefix, dtype in AUTOCAST_DTYPES.items() if precision.startswith(prefix)), None)
 
 
 def label_names(config: BertConfig) -> list[str]:
@@ -126,15 +140,12 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
         logits, hidden = run_teacher(model, tokenizer, texts, pairs, layers, max_seq_length=max_seq_length,
                                      batch_size=batch_size, device=device, dtype=dtype)
         seconds = time.perf_counter() - started
-        labelling = {"sentences": len(texts), "seconds": round(seconds, 3),
-                     "sentences_per_sec": round(len(texts) / seconds, 1), "device": str(device),
-                     "dtype": str(dtype or torch.float32).removeprefix("torch.")}
+        labelling = labelling_record(len(texts), seconds, device, dtype)
         tensors = {"train_logits": logits[:len(train[0])], "validation_logits": logits[len(train[0]):]}
         if hidden is not None:
             tensors["train_hidden"] = hidden[:len(train[0])].contiguous()
-        metadata = {"labelling": json.dumps(labelling)}
         cache_file = folder / f"teacher-{key[:24]}-layers{'-'.join(map(str, layers))}.safetensors"
-        write_atomically(cache_file, lambda temp: save_file(tensors, temp, metadata=metadata))
+        write_cache(cache_file, tensors, labelling)
         from_cache = False
         log.info("Teacher %s labelled %d sentences in %.1f s (%.0f sentences/s on %s); cached in %s", teacher,
                  len(texts), seconds, labelling["sentences_per_sec"], device, cache_file)
@@ -165,42 +176,65 @@ def cached_file(folder: Path, key: str, layers: Sequence[int]) -> tuple[Path, li
     return None
 
 
+def labelling_record(sentences: int, seconds: float, device: torch.device, dtype: torch.dtype | None) -> dict[str, Any]:
+    """How a teacher's pass went, as teacher.json and the cache file record it."""
+    return {"sentences": sentences, "seconds": round(seconds, 3), "sentences_per_sec": round(sentences / seconds, 1),
+            "device": str(device), "dtype": str(dtype or torch.float32).removeprefix("torch.")}
+
+
+def write_cache(path: Path, tensors: dict[str, torch.Tensor], labelling: dict[str, Any]) -> None:
+    write_atomically(path, lambda temp: save_file(tensors, temp, metadata={"labelling": json.dumps(labelling)}))
+
+
 def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     with safe_open(path, framework="pt") as stored:
         return {name: stored.get_tensor(name) for name in stored.keys()}, json.loads(stored.metadata()["labelling"])
 
 
-@torch.no_grad()
 def run_teacher(model: BertForSequenceClassification, tokenizer: Tokenizer, texts: list[str], pairs: list[str] | None,
                 layers: Sequence[int], *, max_seq_length: int, batch_size: int, device: torch.device,
                 dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Logits [N, num_labels] (float32) and the [CLS] states after `layers` [N, len(layers), hidden] (None
     without layers) of every text, in text order, each text read once."""
+    logits = torch.empty(len(texts), model.config.num_labels)
+    hidden_dtype = torch.bfloat16 if dtype == torch.bfloat16 else torch.float16  # halves the memory it takes
+    hidden = torch.empty(len(texts), len(layers), model.config.hidden_size, dtype=hidden_dtype) if layers else None
+
+    def keep(inputs: list[torch.Tensor], rows: torch.Tensor) -> None:
+        output = model(*inputs, output_hidden_states=bool(layers))
+        logits[rows] = output.logits.float().cpu()
+        if hidden is not None:
+            cls = torch.stack([output.hidden_states[layer][:, 0] for layer in layers], dim=1)
+            hidden[rows] = cls.to(hidden_dtype).cpu()
+
+    for_each_batch(model, tokenizer, texts, pairs, keep, max_seq_length=max_seq_length, batch_size=batch_size,
+                   device=device, dtype=dtype)
+    return logits, hidden
+
+
+@torch.no_grad()
+def for_each_batch(model: torch.nn.Module, tokenizer: Tokenizer, texts: list[str], pairs: list[str] | None,
+                   step: Callable[[list[torch.Tensor], torch.Tensor], None], *, max_seq_length: int, batch_size: int,
+                   device: torch.device, dtype: torch.dtype | None) -> None:
+    """Calls `step(inputs, rows)` on every batch of the texts, tokenized by the teacher's `tokenizer` and sorted
+    by length: `inputs` (input_ids, attention_mask, token_type_ids) on `device`, `rows` the texts' positions.
+    The teacher `model` runs in eval mode, under autocast to `dtype` (None: float32); progress is logged."""
     columns = {"text": texts} if pairs is None else {"text": texts, "pair": pairs}
     tokenized = tokenize_dataset(datasets.Dataset.from_dict(columns), tokenizer, text_column="text",
                                  text_pair_column=None if pairs is None else "pair", name="the teacher's texts",
                                  max_seq_length=min(max_seq_length, model.config.max_position_embeddings))
-    logits = torch.empty(len(texts), model.config.num_labels)
-    hidden_dtype = torch.bfloat16 if dtype == torch.bfloat16 else torch.float16  # halves the memory it takes
-    hidden = torch.empty(len(texts), len(layers), model.config.hidden_size, dtype=hidden_dtype) if layers else None
     model.to(device).eval()
     started = reported = time.perf_counter()
     done = 0
     with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
         for batch in length_sorted_dataloader(tokenized, batch_size, pad_token_id=special_token_ids(tokenizer)["pad"]):
-            inputs = [batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")]
-            output = model(*inputs, output_hidden_states=bool(layers))
-            logits[batch["index"]] = output.logits.float().cpu()
-            if hidden is not None:
-                cls = torch.stack([output.hidden_states[layer][:, 0] for layer in layers], dim=1)
-                hidden[batch["index"]] = cls.to(hidden_dtype).cpu()
+            step([batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")], batch["index"])
             done += len(batch["index"])
             if time.perf_counter() - reported >= PROGRESS_EVERY_SECONDS:
                 reported = time.perf_counter()
                 rate = done / (reported - started)
                 log.info("Teacher: %d/%d sentences, %.0f/s, %.0f s to go", done, len(texts), rate,
                          (len(texts) - done) / rate)
-    return logits, hidden
 
 
 def write_report(run_dir: Path, teacher: str, outputs: TeacherOutputs, validation: dict[str, float]) -> None:

@@ -42,6 +42,7 @@ from bertlab.training.schema import ModelSchema
 # checkpoint's config.json, so an override of one of them cannot take effect.
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
+TRAIN_TASKS = ("PretrainingModule", "EmbeddingDistillationModule")  # the modules of `train`; the others fine-tune
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 # Values that bertlab replaces before their `_target_` sees them.
@@ -139,6 +140,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
         check_target_argument(config, key)
     check_init_from(config, overridden)
     check_transfer(config)
+    check_embedding_student(config)
     check_copy_pairs(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:
@@ -175,18 +177,18 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
         precision.recorded_precision(Path(checkpoint))
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
-    saved_task = ("PretrainingModule" if "mlm_probability" in saved else
-                  "DistillationModule" if "teacher" in saved else "ClassificationModule")
+    saved_task = ("PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
+                  else "EmbeddingDistillationModule" if "teacher" in saved else "ClassificationModule")
     if saved_task != task:
         raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("
-                              f"{'train' if saved_task == 'PretrainingModule' else 'fine-tune'}), not by this run's "
+                              f"{'train' if saved_task in TRAIN_TASKS else 'fine-tune'}), not by this run's "
                               f"{task}; resume a checkpoint of the same command")
     model = (BertConfig.from_json_file(config.model.init_from).to_dict() if config.model.init_from
              else OmegaConf.to_container(config.model, resolve=True))
     expected = {f"model.{key}": model.get(key) for key in ARCHITECTURE_KEYS}
     if task == "PretrainingModule":
         expected["task.nsp"] = bool(config.task.nsp)
-    else:
+    elif task not in TRAIN_TASKS:
         expected["data.num_labels"] = config.data.num_labels
     found = {**{f"model.{key}": value for key, value in saved.get("config", {}).items()}, "task.nsp": saved.get("nsp"),
              "data.num_labels": saved.get("config", {}).get("num_labels")}
@@ -222,6 +224,15 @@ def check_transfer(config: DictConfig) -> None:
     if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
         raise ConfigError("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
                           "(or +recipe=sst2_distill), or set data.transfer.copies=0 and data.transfer.unlabelled=null")
+
+
+def check_embedding_student(config: DictConfig) -> None:
+    """A sentence-embedding distillation trains a pretrained student: it has no architecture of its own."""
+    if str(OmegaConf.select(config, "task._target_", default="")).endswith(".EmbeddingDistillationModule") \
+            and not OmegaConf.select(config, "model.init_from"):
+        raise ConfigError("model.init_from is not set: sentence-embedding distillation trains a pretrained student; "
+                          "point it at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
+                          "(python -m bertlab train +recipe=mlm_tiny_wiki)")
 
 
 def check_copy_pairs(config: DictConfig) -> None:

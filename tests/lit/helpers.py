@@ -69,3 +69,16 @@ def pretraining_module(**kwargs) -> PretrainingModule:
 
 def model_weights(module):
     return {key: value.clone() for key, value in module.model.state_dict().items()}
+
+
+def save_tiny_bert(directory, texts: list[str], model_class=None, **overrides):
+    """A tiny model of `model_class` (default BertModel) with a WordPiece tokenizer of `texts`, exported to
+    `directory` as a Hugging Face–format folder; returns the folder."""
+    from bertlab.hf_format import export_pretrained
+    from bertlab.model import BertModel
+    from bertlab.tokenizer import train_tokenizer
+
+    tokenizer = train_tokenizer(texts, vocab_size=80)
+    model = (model_class or BertModel)(tiny_config(vocab_size=tokenizer.get_vocab_size(), **overrides))
+    export_pretrained(model, tokenizer, directory)
+    return directory

@@ -42,7 +42,7 @@ def targets(node) -> list[str]:
 
 
 def command_of(name: str) -> str:
-    return "train" if name.startswith("mlm") else "fine-tune"
+    return "train" if name.startswith(("mlm", "embed_distill")) else "fine-tune"
 
 
 @pytest.mark.parametrize("name", recipe_names())
