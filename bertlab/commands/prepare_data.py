@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig
 
+from bertlab.data.pretraining import PretrainingDataModule
+from bertlab.errors import UsageError
 from bertlab.training.app import launch
 
 log = logging.getLogger("bertlab")
@@ -20,6 +22,10 @@ NO_RUN_FOLDER = ["hydra.output_subdir=null", "hydra/job_logging=stdout", "hydra.
 
 
 def prepare_data(cfg: DictConfig) -> None:
+    if not issubclass(get_class(cfg.data._target_), PretrainingDataModule):
+        raise UsageError(f"bertlab prepare-data builds a masked-LM recipe's corpus ({PretrainingDataModule.__name__}); "
+                         f"this config's data is {cfg.data._target_.rpartition('.')[2]}, which has nothing to "
+                         f"prepare: run bertlab train with it directly")
     datamodule = instantiate(cfg.data, _convert_="all")
     datamodule.setup("fit")
     log.info("pretraining data ready in %s: %s", datamodule.cache_dir,

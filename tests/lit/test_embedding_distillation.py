@@ -135,6 +135,13 @@ def test_bad_input_is_a_one_line_error(folders, tmp_path, capsys, override, mess
     assert outcome.error_lines[0].startswith(f"bertlab: error: {message.format(root=root)}"), outcome.error_lines
 
 
+def test_prepare_data_says_a_sentence_distillation_has_nothing_to_prepare(folders, tmp_path, capsys):
+    outcome = run_in_process(["prepare-data", *distillation(folders, tmp_path / "run")[1:]], capsys)
+    assert outcome.code == 1 and len(outcome.error_lines) == 1
+    assert "this config's data is SentenceDataModule, which has nothing to prepare" in outcome.error_lines[0]
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_distillation_checkpoint_is_not_resumed_by_fine_tune(runs, folders, tmp_path, capsys):
     checkpoint = runs["distilled"] / "lightning_checkpoints" / "last.ckpt"
     outcome = run_in_process(fine_tuning(folders["data"], runs["distilled"] / "hf_model", tmp_path / "run",
