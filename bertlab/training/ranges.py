@@ -53,6 +53,10 @@ RULES: dict[str, str | tuple] = {
     "data.transfer.p_replace": PROBABILITY,
     "data.transfer.p_ngram": PROBABILITY,
     "data.transfer.max_ngram": COUNT,
+    "data.min_words": COUNT,
+    "data.max_words": COUNT,
+    "data.max_sentences": COUNT,
+    "data.validation_size": COUNT,
     # task
     "task.mlm_probability": "(0, 1)",
     "task.mask_replace_prob": PROBABILITY,
@@ -62,6 +66,7 @@ RULES: dict[str, str | tuple] = {
     "task.alpha": PROBABILITY,
     "task.temperature": POSITIVE,
     "task.hidden_weight": NON_NEGATIVE,
+    "task.teacher_batch_size": COUNT,
     # optimizer and schedule
     "optimizer.lr": POSITIVE,
     "optimizer.eps": "(0, 1)",
