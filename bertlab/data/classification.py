@@ -161,6 +161,22 @@ def length_sorted_dataloader(
     )
 
 
+def length_grouped_dataloader(
+    dataset: datasets.Dataset, order: ResumableTrainingOrder, batch_size: int, seed: int, *, pad_token_id: int,
+    num_workers: int = 0
+) -> DataLoader:
+    """Training batches of a `tokenize_dataset` result: rows of similar length together, in `order`'s seeded
+    order, resumable mid-epoch (bertlab.data.sampling)."""
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=order.training_sampler(column_values(dataset, "length"), batch_size, seed),
+        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
+        num_workers=num_workers,
+        persistent_workers=num_workers > 0,
+    )
+
+
 class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Train/validation/test splits of a sequence classification dataset, tokenized for BERT.
 
@@ -263,15 +279,9 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 self.datasets[split] = self._prepare_split(split)
 
     def train_dataloader(self) -> DataLoader:
-        dataset = self.datasets[self.train_split]
-        return DataLoader(
-            dataset,
-            batch_size=self.batch_size,
-            sampler=self.training_sampler(column_values(dataset, "length"), self.batch_size, self.seed),
-            collate_fn=functools.partial(collate, pad_token_id=special_token_ids(self.tokenizer)["pad"]),
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-        )
+        return length_grouped_dataloader(self.datasets[self.train_split], self, self.batch_size, self.seed,
+                                         pad_token_id=special_token_ids(self.tokenizer)["pad"],
+                                         num_workers=self.num_workers)
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_dataloader(self.validation_split)

@@ -10,7 +10,6 @@ needs. Texts are tokenized once with the student's tokenizer and padded per batc
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from bertlab.data.classification import collate, column_values, length_sorted_dataloader, tokenize_dataset
+from bertlab.data.classification import length_grouped_dataloader, length_sorted_dataloader, tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
@@ -114,15 +113,9 @@ class SentenceDataModule(ResumableTrainingOrder, L.LightningDataModule):
         return self._texts[split]
 
     def train_dataloader(self) -> DataLoader:
-        dataset = self.datasets["train"]
-        return DataLoader(
-            dataset,
-            batch_size=self.batch_size,
-            sampler=self.training_sampler(column_values(dataset, "length"), self.batch_size, self.seed),
-            collate_fn=functools.partial(collate, pad_token_id=special_token_ids(self.tokenizer)["pad"]),
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-        )
+        return length_grouped_dataloader(self.datasets["train"], self, self.batch_size, self.seed,
+                                         pad_token_id=special_token_ids(self.tokenizer)["pad"],
+                                         num_workers=self.num_workers)
 
     def val_dataloader(self) -> DataLoader:
         return length_sorted_dataloader(self.datasets["validation"], self.eval_batch_size,
