@@ -40,13 +40,13 @@ from bertlab.lit.pretraining import PretrainingModule
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
 BASELINE = "transformers"
-PROFILED_STEPS = 5  # after one step unrecorded and one of the profiler's own warm-up
+PROFILED_STEPS = 5  # after one step unrecorded and one of the profiler's own warm-up; once (a Lightning arm
+# runs its warm-up steps first, and a second, cut-short cycle would replace the first's events)
 
 
 @dataclass(frozen=True)
 class Arm:
-    module_options: dict = field(default_factory=dict)
-    compile_mode: str | None = None  # None: the module's own torch.compile
+    module_options: dict = field(default_factory=dict)  # PretrainingModule's, beside compile and static masking
     unmasked: bool = False  # batches without an attention mask: SDPA may take its flash kernel
     pinned: bool = False  # batches in page-locked memory, as a DataLoader with pin_memory=True gives them
     attention_backends: tuple[SDPBackend, ...] | None = None  # SDPA's backends, in order of priority
@@ -58,17 +58,27 @@ class Arm:
 ARMS = {
     "bertlab": Arm(),
     "no attention mask": Arm(unmasked=True),
+    # Without a mask SDPA may choose among all of its kernels; these put one first.
+    "flash attention": Arm(unmasked=True, attention_backends=(SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                                                              SDPBackend.MATH), needs_cuda=True),
+    "memory-efficient attention": Arm(unmasked=True, attention_backends=(
+        SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH), needs_cuda=True),
     "cuDNN attention first": Arm(attention_backends=(SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
                                                      SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH),
                                  needs_cuda=True),
     "pinned batches": Arm(pinned=True, needs_cuda=True),
-    "CUDA graphs": Arm(compile_mode="reduce-overhead", needs_cuda=True),
+    "CUDA graphs": Arm(module_options={"compile_mode": "reduce-overhead"}, needs_cuda=True),
+    "CUDA graphs + flash attention": Arm(module_options={"compile_mode": "reduce-overhead"}, unmasked=True,
+                                         attention_backends=(SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                                                             SDPBackend.MATH), needs_cuda=True),
     "dropout 0": Arm(module_options={"dropout": 0.0}),
     "fp32 residual stream": Arm(config_changes={"low_precision_residual": False}),
     # Inductor times block sizes for each of its own kernels (the LayerNorm, GELU and dropout fusions).
     "tuned kernels": Arm(inductor_options={"coordinate_descent_tuning": True}),
+    # Each reduction (LayerNorm and its backward) compiled both persistent and looped, the faster chosen when run.
+    "multi-kernel reductions": Arm(inductor_options={"triton.multi_kernel": 1}, needs_cuda=True),
     # Triton matmul templates against cuBLAS per shape; a template can take the bias and GELU as its epilogue.
-    "max-autotune": Arm(compile_mode="max-autotune-no-cudagraphs", needs_cuda=True),
+    "max-autotune": Arm(module_options={"compile_mode": "max-autotune-no-cudagraphs"}, needs_cuda=True),
 }
 
 
@@ -82,14 +92,8 @@ def arm_context(arm: Arm) -> contextlib.ExitStack:
 
 
 def arm_module(arm: Arm, setup: MlmSetup, special_ids: dict[str, int]) -> PretrainingModule:
-    module = bertlab_module(replace(setup, config=replace(setup.config, **arm.config_changes)), special_ids,
-                            compile=arm.compile_mode is None, static_masking=True, **arm.module_options)
-    if arm.compile_mode is not None:
-        module.model.compile(mode=arm.compile_mode)
-        if arm.compile_mode == "reduce-overhead":
-            # CUDA graphs replay into the same buffers: each step starts a new generation of them.
-            module.on_train_batch_start = lambda *args: torch.compiler.cudagraph_mark_step_begin()
-    return module
+    return bertlab_module(replace(setup, config=replace(setup.config, **arm.config_changes)), special_ids,
+                          compile=True, static_masking=True, **arm.module_options)
 
 
 def arm_batch(arm: Arm, setup: MlmSetup, special_ids: dict[str, int]) -> dict[str, torch.Tensor]:
@@ -154,7 +158,8 @@ def profile(run: Callable[[torch.profiler.profile], None]) -> torch.profiler.pro
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     with torch.profiler.profile(activities=activities,
-                                schedule=torch.profiler.schedule(wait=1, warmup=1, active=PROFILED_STEPS)) as profiler:
+                                schedule=torch.profiler.schedule(wait=1, warmup=1, active=PROFILED_STEPS,
+                                                                 repeat=1)) as profiler:
         run(profiler)
     return profiler
 

@@ -37,8 +37,10 @@ FAST_PATH_SWITCHES = {
     "fp32 residual stream": ({"low_precision_residual": False}, {}),
     "torch.compile": ({}, COMPILED),
     "foreach AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, foreach=True)}),
+    "CUDA graphs": ({}, {**COMPILED, "compile_mode": "reduce-overhead"}),
 }
 AUTOCAST_ONLY = ("fp32 residual stream",)  # the same model as the default outside autocast: measured in bf16 only
+CUDA_ONLY = ("CUDA graphs",)  # torch.compile leaves CPU code as it is
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,8 @@ def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small
         configs[name], options[name] = config, bertlab_options(setup)
         measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids)
     for fast_path in fast_paths:
-        if setup.precision == "fp32" and fast_path in AUTOCAST_ONLY:
+        if (setup.precision == "fp32" and fast_path in AUTOCAST_ONLY
+                or setup.device.type != "cuda" and fast_path in CUDA_ONLY):
             continue
         config_changes, switch = FAST_PATH_SWITCHES[fast_path]
         name, config = f"bertlab, {fast_path}", replace(setup.config, **config_changes)

@@ -17,9 +17,11 @@ import importlib
 import logging
 import os
 import platform
+import shlex
 import sys
 import time
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -57,9 +59,10 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
                         help="untimed steps before each repeat's timed ones (default: 2, or 3 with "
                              "--keep-freed-memory, whose heap grows over the first steps)")
     parser.add_argument("--inference-sentences", type=int, help="SST-2 validation sentences (default: all)")
-    parser.add_argument("--fast-paths", action="store_true",
-                        help="also measure bertlab with each fast-path switch flipped (fused_qkv off, "
-                             "an fp32 residual stream under bf16, torch.compile, foreach instead of fused AdamW)")
+    parser.add_argument("--fast-paths", nargs="?", const="all", metavar="NAMES",
+                        help="also measure bertlab with fast-path switches flipped: comma-separated names, or "
+                             "all with the flag alone (fused_qkv off, fp32 residual stream: under bf16, "
+                             "torch.compile, foreach AdamW: instead of fused, CUDA graphs: on a GPU)")
     parser.add_argument("--compile", action="store_true",
                         help="bertlab's arms compiled, with static masking, as mlm_base_gpu trains")
     parser.add_argument("--peak-tflops", type=float,
@@ -131,7 +134,7 @@ def machine_info(device: torch.device, threads: int, argv: list[str], allocator:
                  if line.startswith("model name")]
         processor = names[0] if names else processor
     info = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "command": " ".join(["python -m bertlab bench", *argv]),
+            "command": "python -m bertlab bench " + shlex.join(argv),
             "cpu": f"{processor} ({os.cpu_count()} cores visible, {threads} torch threads)",
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
@@ -181,12 +184,24 @@ def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.
             setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
                                          args.batch_size, args.length, model_dir, device, precision,
                                          args.steps, args.warmup, compile=args.compile)
-            fast_paths = tuple(name for name in pretraining.FAST_PATH_SWITCHES
-                               if args.fast_paths and not (args.compile and name == "torch.compile"))
+            fast_paths = tuple(name for name in chosen_fast_paths(args.fast_paths, pretraining.FAST_PATH_SWITCHES)
+                               if not (args.compile and name == "torch.compile"))
             small_vocab = SMALL_VOCAB if size in SMALL_VOCAB_SIZES else None
             results += progress.show(pretraining.compare(setup, special_ids, args.repeats, small_vocab=small_vocab,
                                                          fast_paths=fast_paths))
     return results
+
+
+def chosen_fast_paths(names: str | None, switches: Iterable[str]) -> list[str]:
+    """--fast-paths' names: none without the flag, all of `switches` with "all"."""
+    if names is None:
+        return []
+    if names == "all":
+        return list(switches)
+    chosen = [name.strip() for name in names.split(",")]
+    if unknown := [name for name in chosen if name not in switches]:
+        raise BertlabError(f"--fast-paths: unknown {', '.join(unknown)}; expected some of {', '.join(switches)}")
+    return chosen
 
 
 def sst2_results(args: argparse.Namespace, model_dir: str, model_name: str, device: torch.device,

@@ -24,6 +24,7 @@ from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
@@ -33,7 +34,9 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     `scheduler` are Hydra partials (see bertlab.lit.optim); `mask_token_id`, the masking
     probabilities and `special_token_ids` (never drawn as random replacements) feed
     `bertlab.lit.masking.mask_tokens`. `compile` compiles the model's forward
-    with torch.compile (the parameter names, and so the checkpoints, stay the same).
+    with torch.compile (the parameter names, and so the checkpoints, stay the same), in torch.compile's
+    `compile_mode` if given: "reduce-overhead" replays the compiled forward and backward as CUDA graphs
+    on a GPU, where launching a step's few hundred kernels from Python would otherwise leave it idle.
     `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`.
     `dropout` (a probability) replaces the model's dropout while pretraining; the checkpoint's
     config keeps the model's values, which fine-tuning then uses.
@@ -50,7 +53,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
                  nsp: bool = False, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
                  random_replace_prob: float = 0.1, special_token_ids: Sequence[int] = (), seed: int = 0,
                  compile: bool = False, unigram_output_bias: bool = True, dropout: float | None = None,
-                 static_masking: bool = False):
+                 static_masking: bool = False, compile_mode: str | None = None):
         super().__init__()
         model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
         if not 0 <= mask_token_id < model_config.vocab_size:
@@ -60,6 +63,11 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
             raise ConfigError(f"seed must be a non-negative integer, got {seed}")
         if dropout is not None and not 0 <= dropout < 1:
             raise ConfigError(f"task.dropout must be a probability in [0, 1) or null, got {dropout}")
+        if compile_mode is not None and compile_mode not in COMPILE_MODES:
+            raise ConfigError(f"task.compile_mode must be null or one of {', '.join(COMPILE_MODES)}, "
+                              f"got {compile_mode!r}")
+        if compile_mode is not None and not compile:
+            raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
         config = model_config.to_dict()
         special_token_ids = [int(token) for token in special_token_ids]
@@ -70,7 +78,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
         if dropout is not None:
             self.model.set_dropout(dropout)
         if compile:
-            self.model.compile()
+            self.model.compile(mode=compile_mode)
         self.val_loss = MeanMetric()
         self.val_accuracy = MulticlassAccuracy(num_classes=model_config.vocab_size, average="micro",
                                                validate_args=False)
@@ -135,11 +143,25 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
                                       micro_batch, device=self.device)
         output, _ = self._masked_forward(batch, generator, return_logits=False)
         batch_size = batch["input_ids"].shape[0]
-        self.log("train/loss", output.loss, prog_bar=True, batch_size=batch_size)
+        # Copies: Lightning keeps logged values past the step, and a CUDA-graph replay (compile_mode
+        # reduce-overhead) writes the next outputs into the same memory.
+        self.log("train/loss", output.loss.detach().clone(), prog_bar=True, batch_size=batch_size)
         if self.hparams.nsp:
-            self.log_dict({"train/mlm_loss": output.mlm_loss, "train/nsp_loss": output.nsp_loss},
-                          batch_size=batch_size)
+            self.log_dict({"train/mlm_loss": output.mlm_loss.detach().clone(),
+                           "train/nsp_loss": output.nsp_loss.detach().clone()}, batch_size=batch_size)
         return output.loss
+
+    def on_train_batch_start(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._start_cuda_graph_step()
+
+    def on_validation_batch_start(self, batch: dict[str, torch.Tensor], batch_idx: int,
+                                  dataloader_idx: int = 0) -> None:
+        self._start_cuda_graph_step()
+
+    def _start_cuda_graph_step(self) -> None:
+        if self.hparams.compile_mode == "reduce-overhead":
+            # Each batch starts a new generation of the graphs' output buffers: the last batch's are done with.
+            torch.compiler.cudagraph_mark_step_begin()
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         # The same masks at every evaluation, so validation numbers compare across the run.

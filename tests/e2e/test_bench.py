@@ -55,7 +55,7 @@ def test_compiled_arms_predict_a_static_block():
 
 
 @pytest.mark.parametrize("precision", ("fp32", "bf16"))
-def test_a_switch_that_only_acts_under_autocast_is_measured_in_bf16_only(monkeypatch, precision):
+def test_switches_are_measured_only_where_they_act(monkeypatch, precision):
     measured = []
     monkeypatch.setattr(pretraining, "transformers_measurement", lambda *args: None)
     monkeypatch.setattr(pretraining, "bertlab_measurement", lambda setup, *args, **switch: setup.config)
@@ -63,13 +63,23 @@ def test_a_switch_that_only_acts_under_autocast_is_measured_in_bf16_only(monkeyp
         measured.append(measurements) or {name: Timing([1.0]) for name in measurements}))
     setup = MlmSetup("bert_tiny", mlm_config("bert_tiny"), batch_size=2, length=16, tokenizer_dir="",
                      device=torch.device("cpu"), precision=precision, steps=1, warmup=1)
-    pretraining.compare(setup, {}, repeats=1, fast_paths=("fused_qkv off", "fp32 residual stream"))
+    pretraining.compare(setup, {}, repeats=1, fast_paths=("fused_qkv off", "fp32 residual stream", "CUDA graphs"))
     arms = measured[0]
     assert arms["bertlab, fused_qkv off"].fused_qkv is False
+    assert "bertlab, CUDA graphs" not in arms  # a CPU setup
     if precision == "fp32":
         assert "bertlab, fp32 residual stream" not in arms
     else:
         assert arms["bertlab, fp32 residual stream"].low_precision_residual is False
+
+
+def test_fast_paths_are_none_all_or_the_named_ones():
+    switches = pretraining.FAST_PATH_SWITCHES
+    assert bench.chosen_fast_paths(None, switches) == []
+    assert bench.chosen_fast_paths("all", switches) == list(switches)
+    assert bench.chosen_fast_paths("CUDA graphs, foreach AdamW", switches) == ["CUDA graphs", "foreach AdamW"]
+    with pytest.raises(BertlabError, match="--fast-paths: unknown cuda graphs; expected some of fused_qkv off"):
+        bench.chosen_fast_paths("cuda graphs", switches)
 
 
 def test_ratios_and_peak_fraction():

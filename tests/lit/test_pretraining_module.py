@@ -226,3 +226,24 @@ def test_a_batch_without_attention_mask_trains_as_one_whose_mask_is_all_ones(tmp
     assert not torch.equal(trained[True][name], initial[True][name])
     for name, value in trained[True].items():
         torch.testing.assert_close(trained[False][name], value, msg=name)
+
+
+def test_compile_mode_needs_compile_and_one_of_torch_compiles_modes():
+    with pytest.raises(ConfigError, match="task.compile_mode=reduce-overhead needs task.compile=true"):
+        pretraining_module(compile_mode="reduce-overhead")
+    with pytest.raises(ConfigError, match="task.compile_mode must be null or one of default, reduce-overhead"):
+        pretraining_module(compile=True, compile_mode="fast")
+
+
+def test_cuda_graph_replays_start_a_new_generation_at_each_batch(monkeypatch):
+    """Under reduce-overhead the graphs' outputs are overwritten by the next replay: each training and
+    validation batch tells torch so, and only then."""
+    marks = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    batch = pretraining_batch()
+    for compile_mode, expected in ((None, 0), ("default", 0), ("reduce-overhead", 2)):
+        marks.clear()
+        module = pretraining_module(compile=True, compile_mode=compile_mode)  # compiles at the first forward only
+        module.on_train_batch_start(batch, 0)
+        module.on_validation_batch_start(batch, 0)
+        assert len(marks) == expected, compile_mode
