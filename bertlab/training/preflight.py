@@ -142,6 +142,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     check_transfer(config)
     check_embedding_student(config)
     check_copy_pairs(config)
+    check_compile_mode(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:
         return
@@ -240,6 +241,12 @@ def check_copy_pairs(config: DictConfig) -> None:
     if copy_pair_prob and OmegaConf.select(config, "task.nsp", default=False):
         raise ConfigError(f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment is "
                           f"neither the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
+
+
+def check_compile_mode(config: DictConfig) -> None:
+    compile_mode = OmegaConf.select(config, "task.compile_mode", default=None)
+    if compile_mode is not None and not OmegaConf.select(config, "task.compile", default=False):
+        raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
 
 
 def check_target_argument(config: DictConfig, key: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from bertlab.config import ACTIVATIONS, ATTENTION_IMPLEMENTATIONS, POSITION_EMBEDDING_TYPES, SIZE_LIMITS
 from bertlab.errors import ConfigError
 from bertlab.lit.optim import SCHEDULES
+from bertlab.lit.pretraining import COMPILE_MODES
 
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, COUNT, NON_NEGATIVE = "[0, 1]", "[0, 1)", "(0, inf)", "[1, inf)", "[0, inf)"
 
@@ -67,6 +68,7 @@ RULES: dict[str, str | tuple] = {
     "task.temperature": POSITIVE,
     "task.hidden_weight": NON_NEGATIVE,
     "task.teacher_batch_size": COUNT,
+    "task.compile_mode": COMPILE_MODES,
     # optimizer and schedule
     "optimizer.lr": POSITIVE,
     "optimizer.eps": "(0, 1)",

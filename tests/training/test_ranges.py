@@ -18,7 +18,7 @@ from bertlab.training.ranges import RULES, check_ranges, violation
 
 # Keys whose strings come from a fixed set: each must have its choices declared.
 ENUMERATED = ("monitor_mode", "model.hidden_act", "model.position_embedding_type", "model.attn_implementation",
-              "scheduler.schedule", "trainer.accelerator", "trainer.precision")
+              "scheduler.schedule", "trainer.accelerator", "trainer.precision", "task.compile_mode")
 NOT_VALUES = ("_target_", "_partial_")
 
 
