@@ -26,6 +26,7 @@ from pathlib import Path
 import lightning as L
 import torch
 import transformers
+from torch._functorch import config as functorch_config
 from torch._inductor import config as inductor_config
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.data import DataLoader
@@ -86,6 +87,10 @@ def arm_context(arm: Arm) -> contextlib.ExitStack:
     stack = contextlib.ExitStack()
     if arm.attention_backends is not None:
         stack.enter_context(sdpa_kernel(list(arm.attention_backends), set_priority=True))
+        # The compile caches key on the traced graph, which does not name the backends allowed: on an H200 (stop 42)
+        # the flash-first and memory-efficient-first arms ran cuDNN's kernels, as the no-mask arm compiled before them.
+        stack.enter_context(functorch_config.patch(enable_autograd_cache=False))
+        stack.enter_context(inductor_config.patch(fx_graph_cache=False))
     if arm.inductor_options:
         stack.enter_context(inductor_config.patch(arm.inductor_options))
     return stack
