@@ -56,12 +56,12 @@ class Arm:
     needs_cuda: bool = False
 
 
+FLASH_FIRST = (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
 ARMS = {
     "bertlab": Arm(),
     "no attention mask": Arm(unmasked=True),
     # Without a mask SDPA may choose among all of its kernels; these put one first.
-    "flash attention": Arm(unmasked=True, attention_backends=(SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
-                                                              SDPBackend.MATH), needs_cuda=True),
+    "flash attention": Arm(unmasked=True, attention_backends=FLASH_FIRST, needs_cuda=True),
     "memory-efficient attention": Arm(unmasked=True, attention_backends=(
         SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH), needs_cuda=True),
     "cuDNN attention first": Arm(attention_backends=(SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
@@ -70,8 +70,7 @@ ARMS = {
     "pinned batches": Arm(pinned=True, needs_cuda=True),
     "CUDA graphs": Arm(module_options={"compile_mode": "reduce-overhead"}, needs_cuda=True),
     "CUDA graphs + flash attention": Arm(module_options={"compile_mode": "reduce-overhead"}, unmasked=True,
-                                         attention_backends=(SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
-                                                             SDPBackend.MATH), needs_cuda=True),
+                                         attention_backends=FLASH_FIRST, needs_cuda=True),
     "dropout 0": Arm(module_options={"dropout": 0.0}),
     "fp32 residual stream": Arm(config_changes={"low_precision_residual": False}),
     # Inductor times block sizes for each of its own kernels (the LayerNorm, GELU and dropout fusions).
