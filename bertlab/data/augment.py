@@ -38,6 +38,7 @@ from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"
+CONNECTIVES = (" , but ", " , and ", " . ", " ; ", " , although ", " , yet ")  # GLUE's texts come tokenized
 PROGRESS_EVERY_SECONDS = 10.0
 TEXT_FILE_SUFFIXES = (".txt", ".tsv")
 Example = tuple[str, ...]  # one text, or the two of a sentence pair
@@ -186,6 +187,35 @@ def augment(examples: Sequence[Sequence[str]], copies: int, seed: int,
     log.info("Augmented %d examples × %d copies: %d new, the others duplicates (%.1f s)", len(words), copies,
              len(augmented), time.perf_counter() - started)
     return augmented
+
+
+def joined(examples: Sequence[Sequence[str]], count: int, seed: int, *, max_words: int = 20) -> list[Example]:
+    """`count` texts that each join two training texts of 3 to `max_words` words with a connective (", but",
+    ", and", ". ", …), the same for the same seed: texts of a sentence's length with a turn in them, for a
+    task whose training texts are mostly phrases (SST-2's median 7 words; its validation sentences' 19).
+    Single-text examples only; a joined text equal to an example or to another joined one is drawn again."""
+    if not isinstance(count, int) or count < 0:
+        raise ConfigError(f"joined must be an integer >= 0 (texts made of two training texts), got {count!r}")
+    if count == 0:
+        return []
+    if any(len(example) != 1 for example in examples):
+        raise ConfigError("data.transfer.joined joins single texts; this task's examples are sentence pairs")
+    texts = [example[0].strip() for example in examples if 3 <= len(example[0].split()) <= max_words]
+    if len(texts) < 2:
+        raise DataError(f"data.transfer.joined needs two training texts of 3 to {max_words} words; found {len(texts)}")
+    rng = random.Random(seed)
+    seen = {example[0] for example in examples}
+    made: list[Example] = []
+    for _ in range(count * 10):  # bounded: a small training set cannot give every count
+        first, second = rng.sample(texts, 2)
+        text = f"{first.rstrip(' .;,')}{rng.choice(CONNECTIVES)}{second}"
+        if text not in seen:
+            seen.add(text)
+            made.append((text,))
+            if len(made) == count:
+                break
+    log.info("Joined %d pairs of training texts", len(made))
+    return made
 
 
 def _words(example: Sequence[str], index: int) -> list[list[str]]:

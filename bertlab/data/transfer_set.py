@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bertlab.data.augment import Example, augment, read_unlabelled
+from bertlab.data.augment import Example, augment, joined, read_unlabelled
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
 
@@ -29,8 +29,10 @@ CACHE_FORMAT = 1  # part of the cache key: raise it when the augmentation change
 class TransferSettings:
     """`copies` augmented copies of each training example (0: none), made with `seed` and, for word
     replacement, the BertForMaskedLM folder `masked_lm`; `unlabelled`, a file or dataset of in-domain
-    text with the task's text columns; the augmentation's probabilities (see augment.Probabilities)."""
+    text with the task's text columns; the augmentation's probabilities (see augment.Probabilities);
+    `joined`, how many texts join two training texts (augment.joined)."""
     copies: int = 0
+    joined: int = 0
     seed: int = 0
     masked_lm: str | None = None
     unlabelled: str | None = None
@@ -50,7 +52,7 @@ class TransferSettings:
 
     @property
     def empty(self) -> bool:
-        return self.copies == 0 and not self.unlabelled
+        return self.copies == 0 and self.joined == 0 and not self.unlabelled
 
 
 def transfer_examples(examples: Sequence[Example], settings: TransferSettings, text_columns: Sequence[str],
@@ -71,6 +73,7 @@ def transfer_examples(examples: Sequence[Example], settings: TransferSettings, t
     unlabelled = read_unlabelled(settings.unlabelled, list(text_columns)) if settings.unlabelled else []
     augmented = augment(examples, settings.copies, settings.seed, settings.masked_lm, p_mask=settings.p_mask,
                         p_replace=settings.p_replace, p_ngram=settings.p_ngram, max_ngram=settings.max_ngram)
+    augmented += joined(examples, settings.joined, settings.seed)
     folder.mkdir(parents=True, exist_ok=True)
     partial = cache_file.with_name(f".{cache_file.name}.{os.getpid()}")
     pd.DataFrame(unlabelled + augmented, columns=list(text_columns)).to_parquet(partial)
@@ -81,7 +84,10 @@ def transfer_examples(examples: Sequence[Example], settings: TransferSettings, t
 
 
 def cache_key(examples: Sequence[Example], settings: TransferSettings, text_columns: Sequence[str]) -> str:
-    digest = hashlib.sha256(json.dumps({"format": CACHE_FORMAT, "settings": asdict(settings),
+    named = asdict(settings)
+    if not settings.joined:  # the key of a transfer set made before `joined` existed
+        del named["joined"]
+    digest = hashlib.sha256(json.dumps({"format": CACHE_FORMAT, "settings": named,
                                         "columns": list(text_columns)}, sort_keys=True).encode())
     for path in (settings.masked_lm, settings.unlabelled):
         if path:

@@ -49,6 +49,7 @@ RULES: dict[str, str | tuple] = {
     "data.limit_eval_samples": COUNT,
     "data.num_labels": f"[1, {SIZE_LIMITS['num_labels']}]",
     "data.transfer.copies": NON_NEGATIVE,
+    "data.transfer.joined": NON_NEGATIVE,
     "data.transfer.seed": f"[0, {2**32 - 1}]",
     "data.transfer.p_mask": PROBABILITY,
     "data.transfer.p_replace": PROBABILITY,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bertlab.config import BertConfig
-from bertlab.data.augment import MASK, MaskedLM, augment, read_unlabelled
+from bertlab.data.augment import CONNECTIVES, MASK, MaskedLM, augment, joined, read_unlabelled
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import save_tokenizer, special_token_ids, train_tokenizer
@@ -210,6 +210,25 @@ def test_bad_settings_are_one_line_errors(settings, message):
 def test_an_example_that_is_not_one_or_two_texts_is_a_one_line_error():
     with pytest.raises(DataError, match="example 1 is 'a film'; expected a tuple of 1 or 2 texts"):
         augment([("fine",), "a film"], 2, seed=0)
+
+
+def test_joined_texts_are_two_training_texts_of_3_to_20_words_around_a_connective():
+    examples = distinct_words(50, 4) + distinct_words(10, 2) + distinct_words(10, 21)  # only the first 50 can join
+    eligible = {example[0] for example in examples[:50]}
+    made = joined(examples, 300, seed=0)
+    assert len(made) == len(set(made)) == 300 and joined(examples, 300, seed=0) == made != joined(examples, 300, seed=1)
+    for (text,) in made:
+        first, connective, second = next((text.partition(connective) for connective in CONNECTIVES
+                                          if connective in text))
+        assert first in eligible and second in eligible and first != second, text
+    assert joined(examples, 0, seed=0) == []
+
+
+def test_joining_sentence_pairs_or_too_few_texts_is_a_one_line_error():
+    with pytest.raises(ConfigError, match="joins single texts; this task's examples are sentence pairs"):
+        joined([("a b c", "d e f")] * 3, 5, seed=0)
+    with pytest.raises(DataError, match="needs two training texts of 3 to 20 words; found 1"):
+        joined([("a b c",), ("d",)], 5, seed=0)
 
 
 def test_unlabelled_text_is_read_from_lines_or_tab_separated_pairs(tmp_path):
