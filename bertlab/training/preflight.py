@@ -220,11 +220,12 @@ def check_init_from(config: DictConfig, overridden: list[str]) -> None:
 def check_transfer(config: DictConfig) -> None:
     """A transfer set's rows have no gold label: only a distillation's teacher can label them."""
     transfer = OmegaConf.select(config, "data.transfer", default=None)
-    if not transfer or (not transfer.get("copies") and not transfer.get("unlabelled")):
+    if not transfer or not any(transfer.get(key) for key in ("copies", "joined", "unlabelled")):
         return
     if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
         raise ConfigError("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
-                          "(or +recipe=sst2_distill), or set data.transfer.copies=0 and data.transfer.unlabelled=null")
+                          "(or +recipe=sst2_distill), or set data.transfer.copies=0, data.transfer.joined=0 "
+                          "and data.transfer.unlabelled=null")
 
 
 def check_embedding_student(config: DictConfig) -> None:

@@ -130,12 +130,12 @@ def test_the_transfer_set_follows_the_training_rows_unlabelled_and_is_made_once(
     assert UNLABELLED not in labels[:len(sentences)] and set(labels[len(sentences):]) == {UNLABELLED}
 
 
-def test_a_transfer_set_without_a_teacher_is_a_one_line_error(tiny_data_dir, tmp_path, capsys):
-    outcome = run_in_process(fine_tuning(tiny_data_dir, tmp_path / "tokenizer", tmp_path / "run",
-                                         "data.transfer.copies=2"), capsys)
+@pytest.mark.parametrize("transfer", ["data.transfer.copies=2", "data.transfer.joined=5"])
+def test_a_transfer_set_without_a_teacher_is_a_one_line_error(tiny_data_dir, tmp_path, capsys, transfer):
+    outcome = run_in_process(fine_tuning(tiny_data_dir, tmp_path / "tokenizer", tmp_path / "run", transfer), capsys)
     assert outcome.error_lines == ["bertlab: error: data.transfer: a transfer set has no labels, a teacher labels "
-                                   "it; use task=distill (or +recipe=sst2_distill), or set data.transfer.copies=0 "
-                                   "and data.transfer.unlabelled=null"]
+                                   "it; use task=distill (or +recipe=sst2_distill), or set data.transfer.copies=0, "
+                                   "data.transfer.joined=0 and data.transfer.unlabelled=null"]
     assert not (tmp_path / "run").exists()
 
 
