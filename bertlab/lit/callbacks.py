@@ -288,8 +288,8 @@ class TokenThroughputMonitor(ThroughputMonitor):
 
     def _update(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, iter_num: int) -> None:
         stage = trainer.state.stage
-        self._samples[stage] += _sequences(batch)
-        self._lengths[stage] += _tokens(batch)
+        self._samples[stage] += self.batch_size_fn(batch)
+        self._lengths[stage] += self.length_fn(batch)
         self._batches[stage] += 1
         self._unclocked_batches[stage] += 1
         self._unclocked_flops[stage] += pl_module.flops_per_batch or 0.0  # None before the first batch is counted
