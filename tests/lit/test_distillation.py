@@ -35,6 +35,7 @@ SCHEDULE = ["trainer.max_steps=8", "trainer.val_check_interval=4", "callbacks.ar
 THROUGHPUT = re.compile(r"per_sec|^(train|validate)/(time|batches|samples|lengths)$")
 LABELS = {0: "negative", 1: "positive"}  # those of conf/data/sst2.yaml
 TRANSFER_COPIES = 2
+AVERAGED = "callbacks.weight_averaging={_target_:lightning.pytorch.callbacks.EMAWeightAveraging,decay:0.5}"
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +43,8 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     """Folders: "teacher" (plain fine-tuning), "alpha_0" (distilled from it with α = 0, the same settings
     otherwise), "student" (half the teacher's width, twice its depth, another vocabulary; α = 0.5,
     [CLS] matching through a projection, a transfer set of 2 augmented copies per sentence) and
-    "resumed" (that run again from its step-4 checkpoint); "cache" holds the teacher's outputs and the
-    transfer set."""
+    "resumed" (that run again from its step-4 checkpoint), "averaged" and "averaged_resumed" (the same two with
+    an exponential moving average of the weights); "cache" holds the teacher's outputs and the transfer set."""
     root = tmp_path_factory.mktemp("distillation")
     tokenizer = sentiment_tokenizer(tiny_data_dir, root / "tokenizer")
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
@@ -62,8 +63,10 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
                "callbacks.checkpoint.save_top_k=-1", "callbacks.checkpoint.filename='step={step}'"]
     run("student", *student)
     run("resumed", *student, f"resume='{root / 'student' / 'lightning_checkpoints' / 'step=4.ckpt'}'")
+    run("averaged", *student, AVERAGED)
+    run("averaged_resumed", *student, AVERAGED, f"resume='{root / 'averaged' / 'lightning_checkpoints' / 'step=4.ckpt'}'")
     return {"root": root, "teacher": root / "teacher" / "hf_model", "cache": root / "cache",
-            **{name: root / name for name in ("alpha_0", "student", "resumed")}}
+            **{name: root / name for name in ("alpha_0", "student", "resumed", "averaged", "averaged_resumed")}}
 
 
 def final_weights(run: Path) -> dict[str, torch.Tensor]:
@@ -97,6 +100,20 @@ def test_a_resumed_distillation_ends_bit_for_bit_as_an_uninterrupted_one(runs):
     assert metrics(runs["student"]) == metrics(runs["resumed"])
     logged = {key for row in metrics(runs["student"]) for key in row}
     assert {"train/loss", "train/label_loss", "train/teacher_loss", "train/hidden_loss", "val/accuracy"} <= logged
+
+
+@pytest.mark.slow
+def test_a_distillation_with_averaged_weights_resumes_bit_for_bit(runs):
+    """The module's buffers hold the teacher's outputs, which the average (made before they are loaded) leaves out."""
+    uninterrupted, resumed = (torch.load(runs[name] / "lightning_checkpoints" / "last.ckpt", map_location="cpu",
+                                         weights_only=True) for name in ("averaged", "averaged_resumed"))
+    for part in ("state_dict", "current_model_state"):
+        assert uninterrupted[part].keys() == resumed[part].keys()
+        assert all(torch.equal(uninterrupted[part][key], resumed[part][key]) for key in uninterrupted[part])
+    assert metrics(runs["averaged"]) == metrics(runs["averaged_resumed"])
+    plain = final_weights(runs["student"])
+    assert uninterrupted["state_dict"].keys() == plain.keys()
+    assert not all(torch.equal(uninterrupted["state_dict"][key], plain[key]) for key in plain)
 
 
 @pytest.mark.slow
