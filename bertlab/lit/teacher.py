@@ -8,6 +8,9 @@ run's autocast dtype. Its outputs go to a safetensors file in the cache folder n
 they depend on (the teacher's weights, config and tokenizer, the texts, the truncation, the device
 type and dtype) and the layers kept, so that a rerun or a resumed run loads them instead of running
 the teacher again; a run takes the file of any layers that include its own (the logits alone: any file).
+A file also records a hash of each of its texts, so that another set of texts (a transfer set grown or
+changed) takes the outputs of the texts any file of the same teacher settings holds, and the teacher
+reads only the others.
 The pass over the texts (`for_each_batch`), the cache key and the cache file serve the teacher of a
 sentence-embedding distillation too (bertlab.lit.embedding_teacher).
 """
@@ -136,19 +139,32 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
     else:
         with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: not the run's draws
             model = BertForSequenceClassification.from_pretrained(teacher)
+        family = settings_key(Path(teacher), tokenizer.to_str(), pairs is not None, max_seq_length, device, dtype)
+        hashes = text_hashes(texts, pairs)
+        logits = torch.empty(len(texts), model.config.num_labels)
+        hidden = torch.empty(len(texts), len(layers), model.config.hidden_size,
+                             dtype=hidden_dtype(dtype)) if layers else None
+        found = reuse_outputs(folder, family, hashes, len(train[0]), layers, logits, hidden)
+        missing = (~found).nonzero().flatten()
         started = time.perf_counter()
-        logits, hidden = run_teacher(model, tokenizer, texts, pairs, layers, max_seq_length=max_seq_length,
-                                     batch_size=batch_size, device=device, dtype=dtype)
+        if len(missing):
+            new_logits, new_hidden = run_teacher(
+                model, tokenizer, [texts[row] for row in missing], None if pairs is None else [pairs[row] for row in missing],
+                layers, max_seq_length=max_seq_length, batch_size=batch_size, device=device, dtype=dtype)
+            logits[missing] = new_logits
+            if hidden is not None:
+                hidden[missing] = new_hidden
         seconds = time.perf_counter() - started
-        labelling = labelling_record(len(texts), seconds, device, dtype)
-        tensors = {"train_logits": logits[:len(train[0])], "validation_logits": logits[len(train[0]):]}
+        labelling = {**labelling_record(len(missing), seconds, device, dtype), "reused": int(found.sum())}
+        tensors = {"train_logits": logits[:len(train[0])], "validation_logits": logits[len(train[0]):],
+                   "text_hashes": hashes}
         if hidden is not None:
             tensors["train_hidden"] = hidden[:len(train[0])].contiguous()
         cache_file = folder / f"teacher-{key[:24]}-layers{'-'.join(map(str, layers))}.safetensors"
-        write_cache(cache_file, tensors, labelling)
+        write_cache(cache_file, tensors, labelling, family)
         from_cache = False
-        log.info("Teacher %s labelled %d sentences in %.1f s (%.0f sentences/s on %s); cached in %s", teacher,
-                 len(texts), seconds, labelling["sentences_per_sec"], device, cache_file)
+        log.info("Teacher %s labelled %d sentences in %.1f s on %s and took %d from earlier runs' caches; "
+                 "cached in %s", teacher, len(missing), seconds, device, labelling["reused"], cache_file)
     return TeacherOutputs(tensors["train_logits"], tensors.get("train_hidden"), tensors["validation_logits"],
                           labelling, cache_file, from_cache)
 
@@ -156,34 +172,104 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
 def cache_key(teacher: Path, tokenizer: str, texts: list[str], pairs: list[str] | None, train_rows: int,
               max_seq_length: int, device: torch.device, dtype: torch.dtype | None) -> str:
     """A hash of everything the teacher's outputs depend on but the layers kept, which name the file."""
-    digest = hashlib.sha256(content_hash(teacher / WEIGHTS_NAME).encode())
-    settings = {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
-                "tokenizer": tokenizer, "rows": [train_rows, len(texts)], "paired": pairs is not None,
-                "max_seq_length": max_seq_length, "device": device.type, "dtype": str(dtype)}
-    digest.update(json.dumps(settings, sort_keys=True).encode())
+    digest = settings_digest(teacher, {**teacher_settings(teacher, tokenizer, pairs is not None, max_seq_length,
+                                                          device, dtype), "rows": [train_rows, len(texts)]})
     for text in texts + (pairs or []):
         digest.update(text.encode("utf-8") + b"\0")
     return digest.hexdigest()
+
+
+def settings_key(teacher: Path, tokenizer: str, paired: bool, max_seq_length: int, device: torch.device,
+                 dtype: torch.dtype | None) -> str:
+    """A hash of what the outputs of each text depend on: the files whose texts another run may take."""
+    return settings_digest(teacher, teacher_settings(teacher, tokenizer, paired, max_seq_length, device,
+                                                     dtype)).hexdigest()
+
+
+def settings_digest(teacher: Path, settings: dict[str, Any]) -> Any:
+    """A sha256 digest of the teacher's weights and `settings`, for more to be added to."""
+    digest = hashlib.sha256(content_hash(teacher / WEIGHTS_NAME).encode())
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest
+
+
+def teacher_settings(teacher: Path, tokenizer: str, paired: bool, max_seq_length: int, device: torch.device,
+                     dtype: torch.dtype | None) -> dict[str, Any]:
+    return {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
+            "tokenizer": tokenizer, "paired": paired, "max_seq_length": max_seq_length, "device": device.type,
+            "dtype": str(dtype)}
+
+
+def text_hashes(texts: list[str], pairs: list[str] | None) -> torch.Tensor:
+    """A 64-bit hash of each text with its pair (int64 [N]): how a cache file's rows are found again."""
+    rows = texts if pairs is None else (f"{text}\0{pair}" for text, pair in zip(texts, pairs))
+    return torch.tensor([int.from_bytes(hashlib.blake2b(row.encode("utf-8"), digest_size=8).digest(), "little",
+                                        signed=True) for row in rows], dtype=torch.int64)
+
+
+def kept_layers(path: Path) -> list[int]:
+    """The teacher layers whose [CLS] states the cache file `path` kept, in its order."""
+    return [int(layer) for layer in path.stem.rpartition("-layers")[2].split("-") if layer]
 
 
 def cached_file(folder: Path, key: str, layers: Sequence[int]) -> tuple[Path, list[int]] | None:
     """A cache file of `key` that kept every one of `layers` (any file, for the logits alone), and where
     each of `layers` sits among the layers it kept."""
     for path in sorted(folder.glob(f"teacher-{key[:24]}-layers*.safetensors")):
-        kept = [int(layer) for layer in path.stem.rpartition("-layers")[2].split("-") if layer]
+        kept = kept_layers(path)
         if set(layers) <= set(kept):
             return path, [kept.index(layer) for layer in layers]
     return None
 
 
+def reuse_outputs(folder: Path, family: str, hashes: torch.Tensor, train_rows: int, layers: Sequence[int],
+                  logits: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tensor:
+    """Fills `logits` and `hidden` (the first `train_rows` rows are training texts, which need the [CLS]
+    states of `layers`) from the cache files of the teacher settings `family`, wherever one holds the text
+    of the same hash; returns the rows it filled (bool [N])."""
+    found = torch.zeros(len(hashes), dtype=torch.bool)
+    needs_hidden = torch.arange(len(hashes)) < train_rows if layers else torch.zeros(len(hashes), dtype=torch.bool)
+    for path in sorted(folder.glob("teacher-*-layers*.safetensors"), key=lambda path: -path.stat().st_mtime):
+        kept = kept_layers(path)
+        if not set(layers) <= set(kept):
+            continue
+        with safe_open(path, framework="pt") as stored:
+            if (stored.metadata() or {}).get("settings") != family or "text_hashes" not in stored.keys():
+                continue
+            stored_hashes = stored.get_tensor("text_hashes")
+            if not len(stored_hashes):
+                continue
+            order = stored_hashes.argsort()
+            position = torch.searchsorted(stored_hashes[order], hashes).clamp(max=len(order) - 1)
+            row = order[position]
+            stored_train_rows = stored.get_slice("train_logits").get_shape()[0]
+            usable = ~found & (stored_hashes[row] == hashes) & (~needs_hidden | (row < stored_train_rows))
+            if not usable.any():
+                continue
+            stored_logits = torch.cat([stored.get_tensor("train_logits"), stored.get_tensor("validation_logits")])
+            logits[usable] = stored_logits[row[usable]]
+            if hidden is not None:
+                rows = usable & needs_hidden
+                positions = [kept.index(layer) for layer in layers]
+                hidden[rows] = stored.get_tensor("train_hidden")[row[rows]][:, positions].to(hidden.dtype)
+        found |= usable
+        if found.all():
+            break
+    return found
+
+
 def labelling_record(sentences: int, seconds: float, device: torch.device, dtype: torch.dtype | None) -> dict[str, Any]:
     """How a teacher's pass went, as teacher.json and the cache file record it."""
-    return {"sentences": sentences, "seconds": round(seconds, 3), "sentences_per_sec": round(sentences / seconds, 1),
+    return {"sentences": sentences, "seconds": round(seconds, 3),
+            "sentences_per_sec": round(sentences / seconds, 1) if sentences else None,
             "device": str(device), "dtype": str(dtype or torch.float32).removeprefix("torch.")}
 
 
-def write_cache(path: Path, tensors: dict[str, torch.Tensor], labelling: dict[str, Any]) -> None:
-    write_atomically(path, lambda temp: save_file(tensors, temp, metadata={"labelling": json.dumps(labelling)}))
+def write_cache(path: Path, tensors: dict[str, torch.Tensor], labelling: dict[str, Any],
+                settings: str | None = None) -> None:
+    """`settings`: the teacher settings' key (settings_key), for later runs to find the file's texts by."""
+    metadata = {"labelling": json.dumps(labelling), **({"settings": settings} if settings else {})}
+    write_atomically(path, lambda temp: save_file(tensors, temp, metadata=metadata))
 
 
 def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -197,19 +283,24 @@ def run_teacher(model: BertForSequenceClassification, tokenizer: Tokenizer, text
     """Logits [N, num_labels] (float32) and the [CLS] states after `layers` [N, len(layers), hidden] (None
     without layers) of every text, in text order, each text read once."""
     logits = torch.empty(len(texts), model.config.num_labels)
-    hidden_dtype = torch.bfloat16 if dtype == torch.bfloat16 else torch.float16  # halves the memory it takes
-    hidden = torch.empty(len(texts), len(layers), model.config.hidden_size, dtype=hidden_dtype) if layers else None
+    hidden = torch.empty(len(texts), len(layers), model.config.hidden_size,
+                         dtype=hidden_dtype(dtype)) if layers else None
 
     def keep(inputs: list[torch.Tensor], rows: torch.Tensor) -> None:
         output = model(*inputs, output_hidden_states=bool(layers))
         logits[rows] = output.logits.float().cpu()
         if hidden is not None:
             cls = torch.stack([output.hidden_states[layer][:, 0] for layer in layers], dim=1)
-            hidden[rows] = cls.to(hidden_dtype).cpu()
+            hidden[rows] = cls.to(hidden.dtype).cpu()
 
     for_each_batch(model, tokenizer, texts, pairs, keep, max_seq_length=max_seq_length, batch_size=batch_size,
                    device=device, dtype=dtype)
     return logits, hidden
+
+
+def hidden_dtype(dtype: torch.dtype | None) -> torch.dtype:
+    """The stored [CLS] states' dtype under the autocast `dtype`: 16 bits halve the memory they take."""
+    return torch.bfloat16 if dtype == torch.bfloat16 else torch.float16
 
 
 @torch.no_grad()

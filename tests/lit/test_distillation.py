@@ -183,6 +183,34 @@ def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tm
     assert torch.equal(twice.train_hidden, computed.train_hidden.expand(-1, 2, -1))
 
 
+def test_a_changed_set_of_texts_takes_the_outputs_the_cache_holds_and_the_teacher_reads_the_rest(
+        runs, tmp_path, monkeypatch):
+    read = []  # the texts of each teacher pass
+    run_teacher = teacher_module.run_teacher
+
+    def counted(model, tokenizer, texts, *args, **kwargs):
+        read.append(list(texts))
+        return run_teacher(model, tokenizer, texts, *args, **kwargs)
+
+    monkeypatch.setattr(teacher_module, "run_teacher", counted)
+    options = dict(layers=[1], max_seq_length=32, batch_size=8, device=torch.device("cpu"), dtype=None)
+    training = [f"good movie number {i}" for i in range(30)]
+    teacher_module.teacher_outputs(str(runs["teacher"]), (training, None), (["a dull plot", "great"], None),
+                                   cache_dir=tmp_path / "cache", **options)
+    # "a dull plot" was a validation text, whose [CLS] states no file keeps: as a training text it is read again.
+    grown = (training + ["a dull plot", "a new text", "another new one"], None), (["great", "brand new"], None)
+    outputs = teacher_module.teacher_outputs(str(runs["teacher"]), *grown, cache_dir=tmp_path / "cache", **options)
+    assert sorted(read[1]) == ["a dull plot", "a new text", "another new one", "brand new"]
+    assert outputs.labelling["sentences"] == 4 and outputs.labelling["reused"] == 31 and not outputs.from_cache
+    fresh = teacher_module.teacher_outputs(str(runs["teacher"]), *grown, cache_dir=tmp_path / "fresh", **options)
+    assert len(read[2]) == 35 and fresh.labelling["reused"] == 0
+    torch.testing.assert_close(outputs.train_logits, fresh.train_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outputs.validation_logits, fresh.validation_logits, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outputs.train_hidden, fresh.train_hidden, rtol=1e-3, atol=1e-3)
+    again = teacher_module.teacher_outputs(str(runs["teacher"]), *grown, cache_dir=tmp_path / "cache", **options)
+    assert len(read) == 3 and again.from_cache  # the grown set's own file
+
+
 def test_a_time_budget_leaves_the_teachers_labelling_out(runs, tiny_data_dir, tmp_path, monkeypatch):
     """The labelling happens once, in the calibration's trial; the run reads the cache. A budget that
     counted it would give a first run fewer steps than the same run with the cache already made."""
