@@ -148,9 +148,10 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
         missing = (~found).nonzero().flatten()
         started = time.perf_counter()
         if len(missing):
-            new_logits, new_hidden = run_teacher(
-                model, tokenizer, [texts[row] for row in missing], None if pairs is None else [pairs[row] for row in missing],
-                layers, max_seq_length=max_seq_length, batch_size=batch_size, device=device, dtype=dtype)
+            unread_pairs = None if pairs is None else [pairs[row] for row in missing]
+            new_logits, new_hidden = run_teacher(model, tokenizer, [texts[row] for row in missing], unread_pairs, layers,
+                                                 max_seq_length=max_seq_length, batch_size=batch_size, device=device,
+                                                 dtype=dtype)
             logits[missing] = new_logits
             if hidden is not None:
                 hidden[missing] = new_hidden
