@@ -139,7 +139,8 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
     else:
         with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: not the run's draws
             model = BertForSequenceClassification.from_pretrained(teacher)
-        family = settings_key(Path(teacher), tokenizer.to_str(), pairs is not None, max_seq_length, device, dtype)
+        family = settings_digest(Path(teacher), tokenizer.to_str(), pairs is not None, max_seq_length, device,
+                                 dtype).hexdigest()
         hashes = text_hashes(texts, pairs)
         logits = torch.empty(len(texts), model.config.num_labels)
         hidden = torch.empty(len(texts), len(layers), model.config.hidden_size,
@@ -173,32 +174,23 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
 def cache_key(teacher: Path, tokenizer: str, texts: list[str], pairs: list[str] | None, train_rows: int,
               max_seq_length: int, device: torch.device, dtype: torch.dtype | None) -> str:
     """A hash of everything the teacher's outputs depend on but the layers kept, which name the file."""
-    digest = settings_digest(teacher, {**teacher_settings(teacher, tokenizer, pairs is not None, max_seq_length,
-                                                          device, dtype), "rows": [train_rows, len(texts)]})
+    digest = settings_digest(teacher, tokenizer, pairs is not None, max_seq_length, device, dtype,
+                             rows=[train_rows, len(texts)])
     for text in texts + (pairs or []):
         digest.update(text.encode("utf-8") + b"\0")
     return digest.hexdigest()
 
 
-def settings_key(teacher: Path, tokenizer: str, paired: bool, max_seq_length: int, device: torch.device,
-                 dtype: torch.dtype | None) -> str:
-    """A hash of what the outputs of each text depend on: the files whose texts another run may take."""
-    return settings_digest(teacher, teacher_settings(teacher, tokenizer, paired, max_seq_length, device,
-                                                     dtype)).hexdigest()
-
-
-def settings_digest(teacher: Path, settings: dict[str, Any]) -> Any:
-    """A sha256 digest of the teacher's weights and `settings`, for more to be added to."""
+def settings_digest(teacher: Path, tokenizer: str, paired: bool, max_seq_length: int, device: torch.device,
+                    dtype: torch.dtype | None, **more: Any) -> Any:
+    """A sha256 of the teacher's weights and of the settings the outputs of each text depend on (and `more`),
+    open for more to be added; its hex digest alone names the files whose texts another run may take."""
     digest = hashlib.sha256(content_hash(teacher / WEIGHTS_NAME).encode())
+    settings = {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
+                "tokenizer": tokenizer, "paired": paired, "max_seq_length": max_seq_length, "device": device.type,
+                "dtype": str(dtype), **more}
     digest.update(json.dumps(settings, sort_keys=True).encode())
     return digest
-
-
-def teacher_settings(teacher: Path, tokenizer: str, paired: bool, max_seq_length: int, device: torch.device,
-                     dtype: torch.dtype | None) -> dict[str, Any]:
-    return {"format": CACHE_FORMAT, "config": (teacher / CONFIG_NAME).read_text(encoding="utf-8"),
-            "tokenizer": tokenizer, "paired": paired, "max_seq_length": max_seq_length, "device": device.type,
-            "dtype": str(dtype)}
 
 
 def text_hashes(texts: list[str], pairs: list[str] | None) -> torch.Tensor:
@@ -268,7 +260,7 @@ def labelling_record(sentences: int, seconds: float, device: torch.device, dtype
 
 def write_cache(path: Path, tensors: dict[str, torch.Tensor], labelling: dict[str, Any],
                 settings: str | None = None) -> None:
-    """`settings`: the teacher settings' key (settings_key), for later runs to find the file's texts by."""
+    """`settings`: the teacher settings' key (settings_digest), for later runs to find the file's texts by."""
     metadata = {"labelling": json.dumps(labelling), **({"settings": settings} if settings else {})}
     write_atomically(path, lambda temp: save_file(tensors, temp, metadata=metadata))
 
