@@ -72,6 +72,10 @@ ARMS = {
     "CUDA graphs + flash attention": Arm(module_options={"compile_mode": "reduce-overhead"}, unmasked=True,
                                          attention_backends=FLASH_FIRST, needs_cuda=True),
     "dropout 0": Arm(module_options={"dropout": 0.0}),
+    # As cramming pretrains (and mlm_tiny_wiki): no dropout, on full rows that need no mask, replayed as CUDA graphs.
+    "CUDA graphs + dropout 0": Arm(module_options={"compile_mode": "reduce-overhead", "dropout": 0.0}, needs_cuda=True),
+    "CUDA graphs + dropout 0 + no mask": Arm(module_options={"compile_mode": "reduce-overhead", "dropout": 0.0},
+                                             unmasked=True, needs_cuda=True),
     "fp32 residual stream": Arm(config_changes={"low_precision_residual": False}),
     # Inductor times block sizes for each of its own kernels (the LayerNorm, GELU and dropout fusions).
     "tuned kernels": Arm(inductor_options={"coordinate_descent_tuning": True}),
