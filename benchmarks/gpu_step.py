@@ -246,6 +246,7 @@ def main() -> None:
     parser.add_argument("--size", default="bert_base")
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--dropout", type=float, help="both systems' hidden and attention dropout (default: 0.1)")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
@@ -263,12 +264,13 @@ def main() -> None:
     tokenizer = load_tokenizer(args.model_dir)
     special_ids = special_token_ids(tokenizer)
     device = torch.device(args.device)
-    setup = MlmSetup(args.size, mlm_config(args.size, tokenizer.get_vocab_size()),
+    setup = MlmSetup(args.size, mlm_config(args.size, tokenizer.get_vocab_size(), args.dropout),
                      args.batch_size, args.length, args.model_dir, device, args.precision, args.steps, args.warmup,
                      compile=True)
     arms = {name: ARMS[name] for name in args.arms.split(",") if not (ARMS[name].needs_cuda and device.type != "cuda")}
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"{args.size}, batch {args.batch_size} x {args.length}, {args.precision}, {device_name}, torch "
+    print(f"{args.size}, batch {args.batch_size} x {args.length}, dropout {setup.config.hidden_dropout_prob:g}, "
+          f"{args.precision}, {device_name}, torch "
           f"{torch.__version__}, transformers {transformers.__version__}; arms: {', '.join(arms)}", flush=True)
     modules = {name: arm_module(arm, setup, special_ids) for name, arm in arms.items()}
     batches = {name: arm_batch(arm, setup, special_ids) for name, arm in arms.items()}

