@@ -15,7 +15,7 @@ from bertlab.bench.pretraining import MlmSetup, bertlab_options, bertlab_predict
 from bertlab.bench.report import Result, add_ratios
 from bertlab.commands import bench
 from bertlab.config import BertConfig
-from bertlab.errors import BertlabError
+from bertlab.errors import BertlabError, UsageError
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 from tests.bertlab_runs import logging_put_back
@@ -86,7 +86,7 @@ def test_dropout_is_the_same_in_both_systems(dropout):
     assert stock.hidden_dropout_prob == stock.attention_probs_dropout_prob == expected
     module = pretraining.bertlab_module(setup, special_ids)
     assert {layer.p for layer in module.modules() if isinstance(layer, torch.nn.Dropout)} == {expected}
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match=r"--dropout 1: expected a probability in \[0, 1\)"):
         bench.parse_args(["--dropout", "1"], prog="bertlab bench")
 
 
