@@ -143,19 +143,15 @@ def teacher_outputs(teacher: str, train: Texts, validation: Texts, *, layers: Se
                                  dtype).hexdigest()
         hashes = text_hashes(texts, pairs)
         logits = torch.empty(len(texts), model.config.num_labels)
-        hidden = torch.empty(len(texts), len(layers), model.config.hidden_size,
-                             dtype=hidden_dtype(dtype)) if layers else None
+        hidden_dtype = torch.bfloat16 if dtype == torch.bfloat16 else torch.float16  # halves the memory it takes
+        hidden = torch.empty(len(texts), len(layers), model.config.hidden_size, dtype=hidden_dtype) if layers else None
         found = reuse_outputs(folder, family, hashes, len(train[0]), layers, logits, hidden)
         missing = (~found).nonzero().flatten()
         started = time.perf_counter()
         if len(missing):
             unread_pairs = None if pairs is None else [pairs[row] for row in missing]
-            new_logits, new_hidden = run_teacher(model, tokenizer, [texts[row] for row in missing], unread_pairs, layers,
-                                                 max_seq_length=max_seq_length, batch_size=batch_size, device=device,
-                                                 dtype=dtype)
-            logits[missing] = new_logits
-            if hidden is not None:
-                hidden[missing] = new_hidden
+            run_teacher(model, tokenizer, [texts[row] for row in missing], unread_pairs, layers, logits, hidden,
+                        missing, max_seq_length=max_seq_length, batch_size=batch_size, device=device, dtype=dtype)
         seconds = time.perf_counter() - started
         labelling = {**labelling_record(len(missing), seconds, device, dtype), "reused": int(found.sum())}
         tensors = {"train_logits": logits[:len(train[0])], "validation_logits": logits[len(train[0]):],
@@ -271,29 +267,20 @@ def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
 
 
 def run_teacher(model: BertForSequenceClassification, tokenizer: Tokenizer, texts: list[str], pairs: list[str] | None,
-                layers: Sequence[int], *, max_seq_length: int, batch_size: int, device: torch.device,
-                dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Logits [N, num_labels] (float32) and the [CLS] states after `layers` [N, len(layers), hidden] (None
-    without layers) of every text, in text order, each text read once."""
-    logits = torch.empty(len(texts), model.config.num_labels)
-    hidden = torch.empty(len(texts), len(layers), model.config.hidden_size,
-                         dtype=hidden_dtype(dtype)) if layers else None
+                layers: Sequence[int], logits: torch.Tensor, hidden: torch.Tensor | None, rows: torch.Tensor, *,
+                max_seq_length: int, batch_size: int, device: torch.device, dtype: torch.dtype | None) -> None:
+    """Writes the logits (float32) and the [CLS] states after `layers` (`hidden`: None without layers) of
+    `texts[i]` into row `rows[i]` of `logits` and `hidden`, each text read once."""
 
-    def keep(inputs: list[torch.Tensor], rows: torch.Tensor) -> None:
+    def keep(inputs: list[torch.Tensor], batch_rows: torch.Tensor) -> None:
         output = model(*inputs, output_hidden_states=bool(layers))
-        logits[rows] = output.logits.float().cpu()
+        logits[rows[batch_rows]] = output.logits.float().cpu()
         if hidden is not None:
             cls = torch.stack([output.hidden_states[layer][:, 0] for layer in layers], dim=1)
-            hidden[rows] = cls.to(hidden.dtype).cpu()
+            hidden[rows[batch_rows]] = cls.to(hidden.dtype).cpu()
 
     for_each_batch(model, tokenizer, texts, pairs, keep, max_seq_length=max_seq_length, batch_size=batch_size,
                    device=device, dtype=dtype)
-    return logits, hidden
-
-
-def hidden_dtype(dtype: torch.dtype | None) -> torch.dtype:
-    """The stored [CLS] states' dtype under the autocast `dtype`: 16 bits halve the memory they take."""
-    return torch.bfloat16 if dtype == torch.bfloat16 else torch.float16
 
 
 @torch.no_grad()
