@@ -13,9 +13,8 @@
 #   the default; mlm_base_gpu trains with them, TRAIN_OVERRIDES=task.compile_mode=null without).
 #   TRAIN_OVERRIDES, FINE_TUNE_OVERRIDES, HEAD_ARGS, BENCH_ARGS: extra arguments, e.g. for a dry run on CPU
 #   (TRAINER=cpu, TRAIN_OVERRIDES="model=bert_tiny task.compile=false", BENCH_ARGS="--device cpu --precisions fp32").
-# On a GPU machine without internet whose torch environment is read-only (the lent one): the missing packages as wheels,
-#   pip install --no-deps --target /tmp/pk WHEELS; export PYTHONPATH=/tmp/pk
-#   ln -sfn ../conf bertlab/conf; ln -sfn ../recipes bertlab/recipes   # what an install maps (pyproject's package-dir)
+# On a GPU machine without internet whose torch environment is read-only (the lent one): benchmarks/gpu_carry.sh gathers
+#   the missing packages as wheels, a tokenizer folder and the corpus, and says how to install them there.
 set -u
 out=$(realpath -m "${1:?usage: gpu_path.sh OUT [STEPS] [STAGES]}")
 steps=${2:-300}
