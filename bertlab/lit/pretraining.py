@@ -55,14 +55,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
                  compile: bool = False, unigram_output_bias: bool = True, dropout: float | None = None,
                  static_masking: bool = False, compile_mode: str | None = None):
         super().__init__()
-        model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
-        if not 0 <= mask_token_id < model_config.vocab_size:
-            raise ConfigError(f"mask_token_id {mask_token_id} is outside the vocabulary "
-                              f"(size {model_config.vocab_size})")
-        if seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {seed}")
-        if dropout is not None and not 0 <= dropout < 1:
-            raise ConfigError(f"task.dropout must be a probability in [0, 1) or null, got {dropout}")
+        model_config = checked_model_config(config, mask_token_id, seed, dropout)
         if compile_mode is not None and compile_mode not in COMPILE_MODES:
             raise ConfigError(f"task.compile_mode must be null or one of {', '.join(COMPILE_MODES)}, "
                               f"got {compile_mode!r}")
@@ -85,21 +78,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
         self.val_nsp_accuracy = MulticlassAccuracy(num_classes=2, average="micro") if nsp else None
 
     def init_output_bias(self, token_counts: np.ndarray) -> None:
-        """Starts the MLM decoder's bias at the log frequency of each token in the training data.
-
-        With the bias at zero, the model first spends thousands of steps learning the unigram
-        distribution (Adam moves a bias by about lr per step, and log frequencies span ~15 nats),
-        and only then starts to use the context. Add-one smoothing keeps unseen tokens finite;
-        special tokens, never predicted, get the count of an unseen token.
-        """
-        counts = torch.tensor(token_counts, dtype=torch.float64)
-        vocab_size = self.model.config.vocab_size
-        if counts.shape != (vocab_size,):
-            raise DataError(f"token counts have shape {tuple(counts.shape)}; expected ({vocab_size},)")
-        counts[list(self.hparams.special_token_ids)] = 0
-        log_frequencies = (counts + 1).log() - (counts + 1).sum().log()
-        with torch.no_grad():
-            self.model.cls.predictions.bias.copy_(log_frequencies)
+        """The MLM decoder's bias at the training tokens' log frequencies (see `init_unigram_bias`)."""
+        init_unigram_bias(self.model.cls.predictions.bias, token_counts, self.hparams.special_token_ids)
 
     def forward_flops(self, batch_size: int, length: int) -> float:
         # NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
@@ -194,3 +174,34 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
 
     def configure_optimizers(self) -> dict:
         return configure_optimization(self, self.optimizer_factory, self.scheduler_factory)
+
+
+def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int, seed: int,
+                         dropout: float | None) -> BertConfig:
+    """A pretraining module's BertConfig (checkpoints store it as a dict), once its mask token, masking
+    seed and pretraining dropout are known to fit."""
+    model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
+    if not 0 <= mask_token_id < model_config.vocab_size:
+        raise ConfigError(f"mask_token_id {mask_token_id} is outside the vocabulary (size {model_config.vocab_size})")
+    if seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed}")
+    if dropout is not None and not 0 <= dropout < 1:
+        raise ConfigError(f"task.dropout must be a probability in [0, 1) or null, got {dropout}")
+    return model_config
+
+
+def init_unigram_bias(bias: torch.Tensor, token_counts: np.ndarray, special_token_ids: Sequence[int]) -> None:
+    """Sets an MLM decoder's `bias` at the log frequency of each token in the training data.
+
+    With the bias at zero, the model first spends thousands of steps learning the unigram
+    distribution (Adam moves a bias by about lr per step, and log frequencies span ~15 nats),
+    and only then starts to use the context. Add-one smoothing keeps unseen tokens finite;
+    special tokens, never predicted, get the count of an unseen token.
+    """
+    counts = torch.tensor(token_counts, dtype=torch.float64)
+    if counts.shape != bias.shape:
+        raise DataError(f"token counts have shape {tuple(counts.shape)}; expected {tuple(bias.shape)}")
+    counts[list(special_token_ids)] = 0
+    log_frequencies = (counts + 1).log() - (counts + 1).sum().log()
+    with torch.no_grad():
+        bias.copy_(log_frequencies)

@@ -67,6 +67,21 @@ def pretraining_module(**kwargs) -> PretrainingModule:
     return PretrainingModule(**{**options, **kwargs})
 
 
+def fit_straight_and_resumed(make_module, data, tmp_path, max_steps: int = 4, **options):
+    """Two modules from `make_module()` (each after torch.manual_seed(0)) trained on `data` for `max_steps`: one
+    straight through, one stopped halfway, checkpointed and resumed in a new module and Trainer."""
+    torch.manual_seed(0)
+    straight = make_module()
+    trainer(tmp_path, max_steps=max_steps, **options).fit(straight, data)
+    torch.manual_seed(0)
+    interrupted = trainer(tmp_path, max_steps=max_steps // 2, **options)
+    interrupted.fit(make_module(), data)
+    interrupted.save_checkpoint(tmp_path / "half.ckpt")
+    resumed = make_module()
+    trainer(tmp_path, max_steps=max_steps, **options).fit(resumed, data, ckpt_path=tmp_path / "half.ckpt")
+    return straight, resumed
+
+
 def model_weights(module):
     return {key: value.clone() for key, value in module.model.state_dict().items()}
 

@@ -17,8 +17,8 @@ from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_
 from bertlab.errors import ConfigError, DataError
 from bertlab.lit import PretrainingModule
 from bertlab.model import BertForMaskedLM
-from tests.lit.helpers import (VOCAB, loader, model_weights, pretraining_batch, pretraining_module, tiny_config,
-                               trainer)
+from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_weights, pretraining_batch,
+                               pretraining_module, tiny_config, trainer)
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
@@ -113,22 +113,14 @@ def test_resumed_pretraining_masks_and_trains_exactly_like_an_uninterrupted_run(
     data = loader([pretraining_batch()] * 8)
     common = dict(accumulate_grad_batches=2, logger=False)
 
-    straight = pretraining_module(config=no_dropout)
-    trainer(tmp_path, max_steps=4, **common).fit(straight, data)
-    straight_masks, masks[:] = masks[:], []
+    straight, resumed = fit_straight_and_resumed(lambda: pretraining_module(config=no_dropout), data, tmp_path,
+                                                 **common)
+    straight_masks, halves_masks = masks[:8], masks[8:]
 
-    torch.manual_seed(0)
-    first_half = pretraining_module(config=no_dropout)
-    interrupted = trainer(tmp_path, max_steps=2, **common)
-    interrupted.fit(first_half, data)
-    interrupted.save_checkpoint(tmp_path / "half.ckpt")
-    resumed = pretraining_module(config=no_dropout)
-    trainer(tmp_path, max_steps=4, **common).fit(resumed, data, ckpt_path=tmp_path / "half.ckpt")
-
-    # 4 optimizer steps x 2 micro-batches, each masked differently; the resumed run repeats them all.
+    # 4 optimizer steps x 2 micro-batches, each masked differently; the two halves repeat them all.
     assert len(straight_masks) == 8
     assert len({tuple(mask.flatten().tolist()) for mask in straight_masks}) == 8
-    assert all(torch.equal(a, b) for a, b in zip(masks, straight_masks, strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(halves_masks, straight_masks, strict=True))
     expected = model_weights(straight)
     assert all(torch.equal(expected[key], value) for key, value in model_weights(resumed).items())
 
