@@ -26,7 +26,7 @@ from torchmetrics import MeanMetric
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.flops import encoder_forward_flops, expected_masked_positions, mlm_head_forward_flops
+from bertlab.flops import encoder_forward_flops, expected_masked_positions, mlm_forward_flops
 from bertlab.lit.masking import mask_tokens, masking_generator
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
@@ -98,10 +98,12 @@ class ReplacedTokenDetectionModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers)
         init_unigram_bias(self.generator.cls.predictions.bias, token_counts, self.hparams.special_token_ids)
 
     def forward_flops(self, batch_size: int, length: int) -> float:
+        """The generator's masked LM on its expected masked positions, the discriminator's encoder and its
+        head (H×H, then H×1) on every position."""
         predicted = expected_masked_positions(batch_size, length - 2, self.hparams.mlm_probability)
-        generator = self.generator.config
-        head = 2 * batch_size * length * self.model.config.hidden_size * (self.model.config.hidden_size + 1)
-        return (encoder_forward_flops(generator, batch_size, length) + mlm_head_forward_flops(generator, predicted)
+        hidden = self.model.config.hidden_size
+        head = 2 * batch_size * length * hidden * (hidden + 1)
+        return (mlm_forward_flops(self.generator.config, batch_size, length, predicted)
                 + encoder_forward_flops(self.model.config, batch_size, length) + head)
 
     def _losses(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -42,7 +42,8 @@ from bertlab.training.schema import ModelSchema
 # checkpoint's config.json, so an override of one of them cannot take effect.
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
-TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")  # the modules of `train`; the others fine-tune
+# The modules of `train`; the others fine-tune.
+TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 # Values that bertlab replaces before their `_target_` sees them.

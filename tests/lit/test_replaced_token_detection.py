@@ -13,6 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from bertlab.errors import ConfigError
+from bertlab.flops import encoder_forward_flops
 from bertlab.lit.optim import warmup_schedule
 from bertlab.lit.replaced_token_detection import ReplacedTokenDetectionModule, replace_masked
 from bertlab.model import IGNORE_INDEX
@@ -48,6 +49,12 @@ def test_the_generator_is_half_as_deep_and_reads_and_trains_the_discriminators_e
     assert sum(parameter.numel() for parameter in trained) == sum(
         parameter.numel() for parameter in module.parameters())
     assert electra_module(generator_layers=2).generator.config.num_hidden_layers == 2
+    batch = pretraining_batch()  # 8 × 16
+    deeper = electra_module(generator_layers=2)
+    for counted in (module, deeper):
+        counted.count_batch(batch)
+    one_layer = encoder_forward_flops(tiny_config(num_hidden_layers=1), batch_size=8, length=16)
+    assert deeper.eval().flops_per_batch - module.eval().flops_per_batch == pytest.approx(one_layer)
     own = electra_module(share_embeddings=False)
     assert own.generator.cls.predictions.decoder_weight is own.generator.bert.embeddings.word_embeddings.weight
     assert own.generator.bert.embeddings is not own.model.embeddings
