@@ -120,11 +120,13 @@ class ReplacedTokenDetectionModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers)
         corrupted, replaced = replace_masked(input_ids, labels, generated.logits, generator)
         hidden = self.model(corrupted, attention_mask, token_type_ids).last_hidden_state
         scores = self.discriminator_head(hidden).squeeze(-1).float()
-        real = torch.ones_like(replaced) if attention_mask is None else attention_mask.bool()
-        rtd_loss = F.binary_cross_entropy_with_logits(scores[real], replaced[real].float())
+        if attention_mask is not None:  # the real tokens only
+            scores, replaced = scores[attention_mask.bool()], replaced[attention_mask.bool()]
+        targets = replaced.float()
+        rtd_loss = F.binary_cross_entropy_with_logits(scores, targets)
         return {"loss": generated.loss + self.hparams.discriminator_weight * rtd_loss, "mlm_loss": generated.loss,
-                "rtd_loss": rtd_loss, "rtd_accuracy": ((scores[real] > 0) == replaced[real]).float().mean(),
-                "replaced": replaced[real].float().mean()}
+                "rtd_loss": rtd_loss, "rtd_accuracy": ((scores > 0) == replaced).float().mean(),
+                "replaced": targets.mean()}
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         micro_batch = batch_idx % self.trainer.accumulate_grad_batches
