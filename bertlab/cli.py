@@ -26,6 +26,7 @@ COMMANDS = {
     "compare": ("compare", "runs or GLUE suites side by side: differing config keys, metrics, curves"),
     "attention": ("attention", "attention maps (layers × heads) of a sentence or pair, as PNGs"),
     "heads": ("heads", "head importance of a classifier, the metric against heads pruned, a pruned export"),
+    "shrink": ("shrink", "a smaller BERT initialised from a larger checkpoint by weight selection (layers, heads, widths)"),
     "summarize": ("summarize", "table of final metrics (per run, mean ± std) of a sweep folder"),
     "prepare-data": ("prepare_data", "build a train config's pretraining data into data.cache_dir, once, before a multi-node train"),
     "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),

@@ -1,0 +1,110 @@
+"""A smaller BERT initialised from a larger one by weight selection (Xu et al. 2023, "Initializing Models
+with Larger Ones"; DistilBERT and BERT-PKD take a teacher's layers the same way): evenly spaced layers,
+the residual dimensions with the largest LayerNorm scales (the same ones in every layer, so the residual
+stream stays one stream), evenly spaced whole attention heads and evenly spaced feed-forward neurons.
+
+When the smaller model's heads are wider than the source's, consecutive kept heads become one head, and
+the query is scaled so that each source head's part of the score keeps its scale under the wider head's
+1/√d. Every tensor of a BertModel, BertForMaskedLM, BertForPreTraining or BertForSequenceClassification
+has a rule; a tensor without one is a bug here, not silently copied."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+
+import torch
+
+from bertlab.config import BertConfig
+from bertlab.errors import ConfigError
+
+# What each dimension of a tensor indexes: "hidden" (the residual stream), "heads" (the attention's
+# concatenated head dimensions), "ffn" (the feed-forward neurons), or None (kept whole).
+_ROLES = (
+    (r"embeddings\.(word|position|token_type)_embeddings\.weight", (None, "hidden")),
+    (r"LayerNorm\.(weight|bias)", ("hidden",)),
+    (r"attention\.self\.(query|key|value)\.weight", ("heads", "hidden")),
+    (r"attention\.self\.(query|key|value)\.bias", ("heads",)),
+    (r"attention\.self\.distance_embedding\.weight", (None, None)),
+    (r"attention\.output\.dense\.weight", ("hidden", "heads")),
+    (r"intermediate\.dense\.weight", ("ffn", "hidden")),
+    (r"intermediate\.dense\.bias", ("ffn",)),
+    (r"layer\.\d+\.output\.dense\.weight", ("hidden", "ffn")),
+    (r"(pooler|transform)\.dense\.weight", ("hidden", "hidden")),
+    (r"(attention\.output|output|pooler|transform)\.dense\.bias", ("hidden",)),
+    (r"(classifier|seq_relationship|decoder)\.weight", (None, "hidden")),
+    (r"(classifier|seq_relationship|decoder)\.bias|predictions\.bias", (None,)),
+)
+_LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Indices into the source model: the layers, residual dimensions, heads and feed-forward neurons kept."""
+    layers: list[int]
+    hidden: torch.Tensor
+    heads: list[int]
+    ffn: torch.Tensor
+    query_scale: float  # √(source heads merged into one)
+
+
+def evenly_spaced(total: int, kept: int) -> list[int]:
+    return torch.linspace(0, total - 1, kept).round().long().tolist()
+
+
+def smaller_config(source: BertConfig, *, layers: int, hidden: int, heads: int, intermediate: int) -> BertConfig:
+    """The source's config with the smaller sizes, after checking each can be selected from it."""
+    source_head = source.head_size
+    for name, value, limit in (("layers", layers, source.num_hidden_layers), ("hidden", hidden, source.hidden_size),
+                               ("intermediate", intermediate, source.intermediate_size)):
+        if not 1 <= value <= limit:
+            raise ConfigError(f"{name}={value}: expected 1 to the source model's {limit}")
+    if heads < 1 or hidden % heads or (hidden // heads) % source_head:
+        raise ConfigError(f"hidden={hidden}, heads={heads}: each head must be a whole number of the source's "
+                          f"{source_head}-wide heads (hidden / heads a multiple of {source_head})")
+    if source.pruned_heads:
+        raise ConfigError("the source model has pruned heads: its layers differ in width; "
+                          "select from an unpruned model")
+    if source.position_embedding_type != "absolute" and hidden // heads != source_head:
+        raise ConfigError(f"position_embedding_type={source.position_embedding_type!r}: the distance tables are "
+                          f"{source_head} wide, so the heads must stay {source_head} wide "
+                          f"(heads={hidden // source_head})")
+    return dataclasses.replace(source, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                               intermediate_size=intermediate)
+
+
+def choose(state: dict[str, torch.Tensor], source: BertConfig, target: BertConfig) -> Selection:
+    layer_norm_scale = sum(tensor.abs().float() for key, tensor in state.items() if key.endswith("LayerNorm.weight"))
+    hidden = layer_norm_scale.topk(target.hidden_size).indices.sort().values
+    head_size = source.head_size
+    heads = evenly_spaced(source.num_attention_heads, target.hidden_size // head_size)
+    return Selection(layers=evenly_spaced(source.num_hidden_layers, target.num_hidden_layers), hidden=hidden,
+                     heads=heads, ffn=torch.tensor(evenly_spaced(source.intermediate_size, target.intermediate_size)),
+                     query_scale=math.sqrt(target.head_size / head_size))
+
+
+def select_weights(state: dict[str, torch.Tensor], source: BertConfig, selection: Selection) -> dict[str, torch.Tensor]:
+    """The smaller model's state dict: the selected layers renumbered from 0, each tensor cut to the selection."""
+    head_dims = torch.cat([torch.arange(head * source.head_size, (head + 1) * source.head_size)
+                           for head in selection.heads])
+    index = {"hidden": selection.hidden, "heads": head_dims, "ffn": selection.ffn, None: None}
+    renumber = {old: new for new, old in enumerate(selection.layers)}
+    selected = {}
+    for key, tensor in state.items():
+        layer = _LAYER.search(key)
+        if layer:
+            if int(layer.group(1)) not in renumber:
+                continue
+            key = _LAYER.sub(f"encoder.layer.{renumber[int(layer.group(1))]}.", key, count=1)
+        roles = next((roles for pattern, roles in _ROLES if re.search(f"(?:{pattern})$", key)), None)
+        if roles is None:
+            raise ValueError(f"weight selection has no rule for {key}")
+        for dim, role in enumerate(roles):
+            if index[role] is not None:
+                tensor = tensor.index_select(dim, index[role])
+        if re.search(r"attention\.self\.query\.(weight|bias)$", key):
+            tensor = tensor * selection.query_scale
+        selected[key] = tensor.contiguous()
+    return selected
