@@ -41,13 +41,29 @@ def data_tokenizer(cfg: DictConfig) -> str:
     return str(cfg.data.get("tokenizer"))
 
 
+def recipe_text(name: str) -> str | None:
+    recipe = importlib.resources.files("bertlab.recipes").joinpath(f"{name}.yaml")
+    return recipe.read_text() if recipe.is_file() else None
+
+
+def missing_checkpoint_hint(init_from: Path, run_name: str) -> str:
+    """How to make a missing `model.init_from`: the `train` recipe of a `<recipe>/latest` path, or the
+    command in the running recipe's header comments whose --output is that folder."""
+    parts = init_from.parts
+    producer = parts[parts.index("latest") - 1] if "latest" in parts[1:] else None
+    if producer and recipe_text(producer) is not None:
+        return f"; make one first with: python -m bertlab train +recipe={producer}"
+    for line in (recipe_text(run_name) or "").splitlines():
+        command = line.lstrip("# ").strip()
+        if command.startswith("python -m bertlab") and command.endswith(f"--output outputs/{init_from.name}"):
+            return f"; recipes/{run_name}.yaml's header makes it with: {command}"
+    return ""
+
+
 def check_init_from(cfg: DictConfig) -> None:
     init_from = cfg.model.init_from
     if init_from and not Path(init_from).is_dir():
-        parts = Path(init_from).parts
-        recipe = parts[parts.index("latest") - 1] if "latest" in parts[1:] else None
-        is_recipe = recipe is not None and importlib.resources.files("bertlab.recipes").joinpath(f"{recipe}.yaml").is_file()
-        hint = f"; make one first with: python -m bertlab train +recipe={recipe}" if is_recipe else ""
+        hint = missing_checkpoint_hint(Path(init_from), str(cfg.get("name", "")))
         raise CheckpointError(f"model.init_from={init_from}: no such checkpoint folder{hint}")
     if not cfg.data.get("tokenizer"):
         raise ConfigError("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a "
