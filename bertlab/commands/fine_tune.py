@@ -43,7 +43,7 @@ def data_tokenizer(cfg: DictConfig) -> str:
 
 def recipe_text(name: str) -> str | None:
     recipe = importlib.resources.files("bertlab.recipes").joinpath(f"{name}.yaml")
-    return recipe.read_text() if recipe.is_file() else None
+    return recipe.read_text(encoding="utf-8") if recipe.is_file() else None
 
 
 def missing_checkpoint_hint(init_from: Path, run_name: str) -> str:
