@@ -15,6 +15,7 @@ import datetime
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from bertlab.training.run_folder import TIMING
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
 CURVES = ("val/loss", "val/perplexity", "val/accuracy")
+RUN_TIME = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}")  # conf/hydra/default.yaml's run folder name
 
 
 def flat_config(folder: Path) -> dict[str, Any]:
@@ -121,6 +123,13 @@ def format_value(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def label(folder: Path) -> str:
+    """The folder's name; a run or suite folder named by its start time (outputs/<name>/<time>, the
+    target of `latest`) is `<name>/<time>`: the time alone does not say which experiment it was."""
+    folder = folder.resolve()
+    return f"{folder.parent.name}/{folder.name}" if RUN_TIME.fullmatch(folder.name) else folder.name
+
+
 def compare(folders: list[Path], output: Path) -> str:
     """Writes compare.md, compare.csv and compare.png into `output`; returns the Markdown."""
     rows = [describe(folder) for folder in folders]
@@ -128,8 +137,7 @@ def compare(folders: list[Path], output: Path) -> str:
     differing = differing_keys(configs)
     for row, config in zip(rows, configs):
         row.update({key: config.get(key) for key in differing})
-    labels = [f"{index + 1}: {folder.name if folder.name not in ('latest', '') else folder.resolve().name}"
-              for index, folder in enumerate(folders)]
+    labels = [f"{index + 1}: {label(folder)}" for index, folder in enumerate(folders)]
     columns = ["run", *differing, *sorted({key for row in rows for key in row} - {"run", *differing})]
     output.mkdir(parents=True, exist_ok=True)
 

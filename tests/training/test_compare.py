@@ -64,3 +64,12 @@ def test_a_folder_that_is_no_run_is_one_line_error(tmp_path, capsys):
     assert outcome.code == 1
     assert outcome.error_lines[-1] == (f"bertlab: error: {tmp_path / 'empty'}: neither a run folder (config.yaml, "
                                        f"metrics.csv) nor a GLUE suite (glue.csv)")
+
+
+def test_folders_named_by_time_are_labelled_with_their_run_name(tmp_path):
+    config = {"seed": 0}
+    first = write_run(tmp_path / "mlm_tiny_wiki" / "2026-11-27_22-47-35", config, [6.0])
+    second = write_run(tmp_path / "one_cycle" / "2026-11-28_12-15-22", config | {"seed": 1}, [6.1])
+    (tmp_path / "one_cycle" / "latest").symlink_to(second.name)
+    markdown = compare([first, tmp_path / "one_cycle" / "latest"], tmp_path / "out")
+    assert "| | 1: mlm_tiny_wiki/2026-11-27_22-47-35 | 2: one_cycle/2026-11-28_12-15-22 |" in markdown
