@@ -77,6 +77,8 @@ def describe(folder: Path) -> dict[str, Any]:
 
 
 def differing_keys(configs: list[dict[str, Any]]) -> list[str]:
+    """The keys whose values differ between the folders that have a config (a GLUE suite has none)."""
+    configs = [config for config in configs if config]
     keys = sorted(set().union(*configs))
     return [key for key in keys if not key.startswith(IGNORED)
             and len({json.dumps(config.get(key), sort_keys=True, default=str) for config in configs}) > 1]

@@ -73,3 +73,15 @@ def test_folders_named_by_time_are_labelled_with_their_run_name(tmp_path):
     (tmp_path / "one_cycle" / "latest").symlink_to(second.name)
     markdown = compare([first, tmp_path / "one_cycle" / "latest"], tmp_path / "out")
     assert "| | 1: mlm_tiny_wiki/2026-11-27_22-47-35 | 2: one_cycle/2026-11-28_12-15-22 |" in markdown
+
+
+def test_a_suite_beside_runs_adds_no_config_keys(tmp_path):
+    base = {"seed": 0, "task": {"mlm_probability": 0.4}}
+    first = write_run(tmp_path / "a", base, [6.0])
+    second = write_run(tmp_path / "b", base | {"task": {"mlm_probability": 0.15}}, [6.1])
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "glue.csv").write_text("task,metric,seeds,mean,std,median,task score\nGLUE average,,,,,,55.0\n")
+    markdown = compare([first, second, suite], tmp_path / "out")
+    assert "| task.mlm_probability | 0.4 | 0.15 |  |" in markdown
+    assert "| seed |" not in markdown, "a key the runs share is not a difference because the suite lacks it"
