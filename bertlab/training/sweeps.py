@@ -69,7 +69,7 @@ def write_tables(sweep_dir: Path, rows: list[dict], metrics: list[str]) -> str:
         writer.writerows(rows)
         writer.writerow({"run": "mean", **{k: m for k, (m, _) in aggregate.items()}})
         writer.writerow({"run": "std", **{k: s for k, (_, s) in aggregate.items()}})
-    lines = ["Each run's last validation (a GLUE table's task scores are each run's best):", "",
+    lines = ["Each run's last validation, not its best:", "",
              "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join([row["run"], row["overrides"]] +

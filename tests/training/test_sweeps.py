@@ -42,7 +42,7 @@ def test_summarize_final_metrics_per_run_with_mean_and_std(tmp_path, capsys):
     assert float(rows[4]["val/loss"]) == pytest.approx(0.4)
     assert "train/loss" not in rows[0]
     markdown = (tmp_path / "summary.md").read_text()
-    assert markdown.startswith("Each run's last validation")  # not its best, which a GLUE table reports
+    assert markdown.startswith("Each run's last validation")  # a GLUE table reports each run's best beside it
     assert "| run | overrides | val/accuracy | val/loss |" in markdown
     assert "| 0 | seed=1 | 0.5000 | 0.5000 |" in markdown
     assert "| mean ± std | | 0.6000 ± 0.0816 | 0.4000 ± 0.0816 |" in markdown
