@@ -15,7 +15,6 @@ import datetime
 import json
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,11 @@ from bertlab.commands.arguments import ArgumentParser
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import final_values, metric_names, read_metrics, series
-from bertlab.training.run_folder import TIMING
+from bertlab.training.run_folder import TIMESTAMP, TIMING
 
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
 CURVES = ("val/loss", "val/perplexity", "val/accuracy")
-RUN_TIME = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}")  # conf/hydra/default.yaml's run folder name
 
 
 def flat_config(folder: Path) -> dict[str, Any]:
@@ -129,7 +127,7 @@ def label(folder: Path) -> str:
     """The folder's name; a run or suite folder named by its start time (outputs/<name>/<time>, the
     target of `latest`) is `<name>/<time>`: the time alone does not say which experiment it was."""
     folder = folder.resolve()
-    return f"{folder.parent.name}/{folder.name}" if RUN_TIME.fullmatch(folder.name) else folder.name
+    return f"{folder.parent.name}/{folder.name}" if TIMESTAMP.fullmatch(folder.name) else folder.name
 
 
 def compare(folders: list[Path], output: Path) -> str:

@@ -13,6 +13,7 @@ import csv
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import lightning as L
@@ -29,6 +30,7 @@ log = logging.getLogger("bertlab")
 HF_MODEL = "hf_model"
 CHECKPOINTS = RunCheckpoint.FOLDER
 LATEST = "latest"
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}")  # <timestamp>: conf/hydra/default.yaml's ${now:…}
 TIMING = "timing.json"
 
 
