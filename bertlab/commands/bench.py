@@ -240,6 +240,7 @@ def main(argv: list[str], prog: str) -> None:
     from bertlab.bench import report
     from bertlab.bench.clock import matmul_peak
     from bertlab.bench.training import PRECISIONS
+    from bertlab.training.run_folder import timestamped_folder
 
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -248,8 +249,7 @@ def main(argv: list[str], prog: str) -> None:
     allocator = ("glibc malloc keeping freed memory (bertlab.allocator), for both systems"
                  if args.keep_freed_memory and keep_freed_memory() else "the system's malloc, for both systems")
     machine = machine_info(device, args.threads, argv, allocator)
-    run_dir = Path(args.output or Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / "bench"
-                   / datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
+    run_dir = Path(args.output or timestamped_folder("bench"))
     print(f"bertlab bench on {machine['device']} ({machine['cpu']}); results go to {run_dir}", flush=True)
     peaks = {p: matmul_peak(device, PRECISIONS[p][1], 8192 if device.type == "cuda" else 2048) for p in precisions}
     print("matmul peak: " + ", ".join(f"{p} {peak / 1e9:,.0f} GFLOP/s" for p, peak in peaks.items()), flush=True)

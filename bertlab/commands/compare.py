@@ -11,10 +11,8 @@ run's `latest` link works too.
 from __future__ import annotations
 
 import csv
-import datetime
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,8 @@ from bertlab.commands.arguments import ArgumentParser
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import final_values, metric_names, read_metrics, series
-from bertlab.training.run_folder import TIMESTAMP, TIMING
+from bertlab.training.glue import GLUE_CSV
+from bertlab.training.run_folder import TIMESTAMP, TIMING, timestamped_folder
 
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
@@ -63,7 +62,7 @@ def describe(folder: Path) -> dict[str, Any]:
     timing = folder / TIMING
     if timing.is_file():
         row["wall time (min)"] = json.loads(timing.read_text())["wall_time_min"]
-    glue = folder / "glue.csv"
+    glue = folder / GLUE_CSV
     if glue.is_file():
         with glue.open(newline="") as handle:
             for line in csv.DictReader(handle):
@@ -124,10 +123,13 @@ def format_value(value: Any) -> str:
 
 
 def label(folder: Path) -> str:
-    """The folder's name; a run or suite folder named by its start time (outputs/<name>/<time>, the
-    target of `latest`) is `<name>/<time>`: the time alone does not say which experiment it was."""
+    """The folder's name; a folder named by its start time (outputs/<name>/<time>, the target of `latest`, and
+    a suite's outputs/glue/<name>/<time>[_scratch]) is `<name>/<time>`: the time alone does not say which
+    experiment it was. A suite is named as the run it fine-tuned, so its label starts with `glue/`."""
     folder = folder.resolve()
-    return f"{folder.parent.name}/{folder.name}" if TIMESTAMP.fullmatch(folder.name) else folder.name
+    name = f"{folder.parent.name}/{folder.name}" if TIMESTAMP.match(folder.name) else folder.name
+    suite = (folder / GLUE_CSV).is_file() and not (folder / "config.yaml").is_file()
+    return f"glue/{name}" if suite else name
 
 
 def compare(folders: list[Path], output: Path) -> str:
@@ -162,7 +164,6 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("folders", nargs="+", type=Path, help="run folders or GLUE suite folders")
     parser.add_argument("--output", type=Path, help="where compare.md/.csv/.png go (default: outputs/compare/<time>)")
     args = parser.parse_args(argv)
-    output = args.output or (Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / "compare"
-                             / datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
+    output = args.output or timestamped_folder("compare")
     print(compare(args.folders, output), end="")
     print(f"Written: {output / 'compare.md'}, {output / 'compare.csv'}, {output / 'compare.png'}")

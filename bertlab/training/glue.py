@@ -28,6 +28,7 @@ from bertlab.training.run_folder import HF_MODEL
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
 GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")
+GLUE_CSV = "glue.csv"  # the suite folder's table, what `bertlab compare` reads
 JOB_LAYOUTS = ("*/seed_*", "*/lr_*/seed_*")  # <task>/seed_<n>, and <task>/lr_<rate>/seed_<n> with `glue … lrs=`
 
 
@@ -89,7 +90,7 @@ def write_glue_table(suite_dir: Path) -> str:
             writer.writerows(rows)
             writer.writerow({"task": "GLUE average", "task score": average})
 
-    write_atomically(suite_dir / "glue.csv", write_csv)
+    write_atomically(suite_dir / GLUE_CSV, write_csv)
     grid = any(row["other lrs"] for row in rows)
     lines = ["| task | metric | lr | seeds | mean ± std | median | task score |" + (" other lrs: score |" * grid),
              "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" * grid)]
@@ -141,4 +142,4 @@ class GlueSuite(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         suite_dir = Path(config.hydra.sweep.dir)
         print(write_glue_table(suite_dir), end="")
-        print(f"GLUE table: {suite_dir / 'glue.md'}, {suite_dir / 'glue.csv'}, {suite_dir / 'glue.png'}")
+        print(f"GLUE table: {suite_dir / 'glue.md'}, {suite_dir / GLUE_CSV}, {suite_dir / 'glue.png'}")

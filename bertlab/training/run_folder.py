@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import logging
 import os
@@ -30,8 +31,16 @@ log = logging.getLogger("bertlab")
 HF_MODEL = "hf_model"
 CHECKPOINTS = RunCheckpoint.FOLDER
 LATEST = "latest"
-TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}")  # <timestamp>: conf/hydra/default.yaml's ${now:…}
+TIMESTAMP_FORMAT = "%Y-%m-%d_%H-%M-%S"  # <timestamp>: conf/hydra/default.yaml's ${now:…}
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}")
 TIMING = "timing.json"
+
+
+def timestamped_folder(command: str) -> Path:
+    """outputs/<command>/<timestamp>, where Hydra would put a run, for the commands that run outside it
+    (`bench`, `compare`)."""
+    return Path(os.environ.get("BERTLAB_OUTPUT_DIR", "outputs")) / command / datetime.datetime.now().strftime(
+        TIMESTAMP_FORMAT)
 
 
 def write_config(cfg: DictConfig, run_dir: Path) -> None:

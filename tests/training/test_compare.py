@@ -66,13 +66,18 @@ def test_a_folder_that_is_no_run_is_one_line_error(tmp_path, capsys):
                                        f"metrics.csv) nor a GLUE suite (glue.csv)")
 
 
-def test_folders_named_by_time_are_labelled_with_their_run_name(tmp_path):
+def test_folders_named_by_time_are_labelled_with_their_run_name_and_suites_as_suites(tmp_path):
     config = {"seed": 0}
     first = write_run(tmp_path / "mlm_tiny_wiki" / "2026-11-27_22-47-35", config, [6.0])
     second = write_run(tmp_path / "one_cycle" / "2026-11-28_12-15-22", config | {"seed": 1}, [6.1])
     (tmp_path / "one_cycle" / "latest").symlink_to(second.name)
-    markdown = compare([first, tmp_path / "one_cycle" / "latest"], tmp_path / "out")
-    assert "| | 1: mlm_tiny_wiki/2026-11-27_22-47-35 | 2: one_cycle/2026-11-28_12-15-22 |" in markdown
+    suites = [tmp_path / "glue" / "one_cycle" / name for name in (second.name, f"{second.name}_scratch")]
+    for suite in suites:
+        suite.mkdir(parents=True)
+        (suite / "glue.csv").write_text("task,metric,seeds,mean,std,median,task score\nGLUE average,,,,,,55.0\n")
+    markdown = compare([first, tmp_path / "one_cycle" / "latest", *suites], tmp_path / "out")
+    assert ("| | 1: mlm_tiny_wiki/2026-11-27_22-47-35 | 2: one_cycle/2026-11-28_12-15-22 "
+            "| 3: glue/one_cycle/2026-11-28_12-15-22 | 4: glue/one_cycle/2026-11-28_12-15-22_scratch |") in markdown
 
 
 def test_a_suite_beside_runs_adds_no_config_keys(tmp_path):

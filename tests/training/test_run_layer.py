@@ -122,6 +122,14 @@ def test_latest_points_at_the_newest_run(tmp_path):
     assert link == tmp_path / "latest" and os.readlink(link) == "2026-01-02" and link.resolve() == tmp_path / "2026-01-02"
 
 
+def test_commands_outside_hydra_name_their_folders_as_hydra_names_a_run(compose_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTLAB_OUTPUT_DIR", str(tmp_path))
+    hydra_run = Path(compose_config("train", "+recipe=mlm_tiny").hydra.run.dir)
+    folder = run_folder.timestamped_folder("compare")
+    assert folder.parent == tmp_path / "compare"
+    assert run_folder.TIMESTAMP.fullmatch(folder.name) and run_folder.TIMESTAMP.fullmatch(hydra_run.name)
+
+
 def test_model_config_drops_init_from_and_takes_run_time_values():
     config = model_config(OmegaConf.create({"init_from": None, "hidden_size": 64, "num_attention_heads": 2}),
                           vocab_size=99, pad_token_id=3)
