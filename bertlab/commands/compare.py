@@ -25,7 +25,7 @@ from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import final_values, metric_names, read_metrics, series
 from bertlab.training.glue import GLUE_CSV
-from bertlab.training.run_folder import TIMESTAMP, TIMING, timestamped_folder
+from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING, timestamped_folder
 
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
@@ -34,7 +34,7 @@ CURVES = ("val/loss", "val/perplexity", "val/accuracy")
 
 def flat_config(folder: Path) -> dict[str, Any]:
     """The run's resolved config as dotted key → value; a GLUE suite's is its first job's."""
-    path = folder / "config.yaml"
+    path = folder / CONFIG
     if not path.is_file():
         path = next(iter(sorted(folder.glob("*/*/config.yaml"))), path)
     if not path.is_file():
@@ -128,7 +128,7 @@ def label(folder: Path) -> str:
     experiment it was. A suite is named as the run it fine-tuned, so its label starts with `glue/`."""
     folder = folder.resolve()
     name = f"{folder.parent.name}/{folder.name}" if TIMESTAMP.match(folder.name) else folder.name
-    suite = (folder / GLUE_CSV).is_file() and not (folder / "config.yaml").is_file()
+    suite = (folder / GLUE_CSV).is_file() and not (folder / CONFIG).is_file()
     return f"glue/{name}" if suite else name
 
 

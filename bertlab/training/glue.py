@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import best_point, read_metrics, series
-from bertlab.training.run_folder import HF_MODEL
+from bertlab.training.run_folder import CONFIG, HF_MODEL
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
 GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")
@@ -39,7 +39,7 @@ def finished(job_dir: Path) -> bool:
 
 def job_result(job_dir: Path) -> tuple[str, float, dict[str, float]]:
     """(task, learning rate, {GLUE metric: value at the exported checkpoint}) of a finished job."""
-    cfg = OmegaConf.load(job_dir / "config.yaml")
+    cfg = OmegaConf.load(job_dir / CONFIG)
     frame = read_metrics(job_dir)
     step, _ = best_point(series(frame, cfg.monitor), cfg.monitor_mode, cfg.monitor)
     values = {name: float(series(frame, f"val/{name}")[step]) for name in cfg.glue.metrics}

@@ -34,6 +34,7 @@ LATEST = "latest"
 TIMESTAMP_FORMAT = "%Y-%m-%d_%H-%M-%S"  # <timestamp>: conf/hydra/default.yaml's ${now:…}
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}")
 TIMING = "timing.json"
+CONFIG = "config.yaml"
 
 
 def timestamped_folder(command: str) -> Path:
@@ -47,12 +48,12 @@ def write_config(cfg: DictConfig, run_dir: Path) -> None:
     """The resolved config as `config.yaml`, once the run has passed every check and prepared its data."""
     if is_rank_zero():
         config_text = OmegaConf.to_yaml(cfg, resolve=True)
-        write_atomically(run_dir / "config.yaml", lambda temp: Path(temp).write_text(config_text))
+        write_atomically(run_dir / CONFIG, lambda temp: Path(temp).write_text(config_text))
 
 
 def run_config(checkpoint: Path) -> Path:
     """The config.yaml of the run that `checkpoint` (in its lightning_checkpoints/) belongs to."""
-    return checkpoint.parent.parent / "config.yaml"
+    return checkpoint.parent.parent / CONFIG
 
 
 def write_timing(run_dir: Path, minutes: float) -> None:
