@@ -36,7 +36,7 @@ def flat_config(folder: Path) -> dict[str, Any]:
     """The run's resolved config as dotted key → value; a GLUE suite's is its first job's."""
     path = folder / CONFIG
     if not path.is_file():
-        path = next(iter(sorted(folder.glob("*/*/config.yaml"))), path)
+        path = next(iter(sorted(folder.glob(f"*/*/{CONFIG}"))), path)
     if not path.is_file():
         return {}
     flat: dict[str, Any] = {}
@@ -74,7 +74,8 @@ def describe(folder: Path) -> dict[str, Any]:
 
 
 def differing_keys(configs: list[dict[str, Any]]) -> list[str]:
-    """The keys whose values differ between the folders that have a config (a GLUE suite has none)."""
+    """The keys whose values differ between the folders that have a config; one without (a GLUE suite of an
+    `lrs` grid, whose jobs lie a level below where flat_config looks) is left out, not counted as differing."""
     configs = [config for config in configs if config]
     keys = sorted(set().union(*configs))
     return [key for key in keys if not key.startswith(IGNORED)

@@ -60,7 +60,7 @@ def glue_table(suite_dir: Path) -> tuple[list[dict[str, Any]], float]:
     at the other learning rates tried) and the GLUE average. A task run at several learning rates
     is reported at the one with the best score."""
     results: dict[str, dict[float, dict[str, list[float]]]] = {}
-    job_configs = (path for layout in JOB_LAYOUTS for path in suite_dir.glob(f"{layout}/config.yaml"))
+    job_configs = (path for layout in JOB_LAYOUTS for path in suite_dir.glob(f"{layout}/{CONFIG}"))
     for job_dir in sorted(path.parent for path in job_configs if finished(path.parent)):
         task, lr, values = job_result(job_dir)
         for name, value in values.items():
