@@ -1,7 +1,7 @@
 """`python -m bertlab compare FOLDER FOLDER … [--output DIR]`: runs side by side — the config keys
-that differ, the final validation loss and perplexity (and the other final validation metrics), the
-wall time, the GLUE rows of a suite folder (from `bertlab glue`) — and their validation curves
-overlaid in one PNG. Writes compare.md, compare.csv and compare.png into DIR (default
+that differ (between runs, and between suites), the final validation loss and perplexity (and the other
+final validation metrics), the wall time, the GLUE rows of a suite folder (from `bertlab glue`) — and
+their validation curves overlaid in one PNG. Writes compare.md, compare.csv and compare.png into DIR (default
 outputs/compare/<time>) and prints the table.
 
 A FOLDER is a run folder (config.yaml, metrics.csv) or a GLUE suite folder (glue.csv); a pretraining
@@ -24,7 +24,7 @@ from bertlab.commands.arguments import ArgumentParser
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import final_values, metric_names, read_metrics, series
-from bertlab.training.glue import GLUE_CSV
+from bertlab.training.glue import GLUE_AVERAGE, GLUE_CSV, job_configs
 from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING, timestamped_folder
 
 # Keys that differ between any two runs and say nothing about the experiment.
@@ -32,13 +32,8 @@ IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", 
 CURVES = ("val/loss", "val/perplexity", "val/accuracy")
 
 
-def flat_config(folder: Path) -> dict[str, Any]:
-    """The run's resolved config as dotted key → value; a GLUE suite's is its first job's."""
-    path = folder / CONFIG
-    if not path.is_file():
-        path = next(iter(sorted(folder.glob(f"*/*/{CONFIG}"))), path)
-    if not path.is_file():
-        return {}
+def flatten(path: Path) -> dict[str, Any]:
+    """A YAML config as dotted key → value."""
     flat: dict[str, Any] = {}
 
     def walk(node: Any, prefix: str) -> None:
@@ -50,6 +45,22 @@ def flat_config(folder: Path) -> dict[str, Any]:
 
     walk(OmegaConf.to_container(OmegaConf.load(path)), "")
     return flat
+
+
+def is_suite(folder: Path) -> bool:
+    """A GLUE suite folder (glue.csv, its jobs below it), not a run folder (config.yaml)."""
+    return (folder / GLUE_CSV).is_file() and not (folder / CONFIG).is_file()
+
+
+def flat_config(folder: Path) -> dict[str, Any]:
+    """A run's resolved config as dotted key → value. A GLUE suite's is what all its jobs share, so that
+    their task, seed and rate drop out and two suites differ in what was fine-tuned and how."""
+    if (folder / CONFIG).is_file():
+        return flatten(folder / CONFIG)
+    jobs = [flatten(path) for path in job_configs(folder)]
+    if not jobs:
+        return {}
+    return {key: value for key, value in jobs[0].items() if all(key in job and job[key] == value for job in jobs)}
 
 
 def describe(folder: Path) -> dict[str, Any]:
@@ -66,20 +77,25 @@ def describe(folder: Path) -> dict[str, Any]:
     if glue.is_file():
         with glue.open(newline="") as handle:
             for line in csv.DictReader(handle):
-                name = "GLUE average" if line["task"] == "GLUE average" else f"GLUE {line['task']}"
+                name = GLUE_AVERAGE if line["task"] == GLUE_AVERAGE else f"GLUE {line['task']}"
                 row[name] = float(line["task score"])
     if len(row) == 1 and not flat_config(folder):
         raise DataError(f"{folder}: neither a run folder (config.yaml, metrics.csv) nor a GLUE suite (glue.csv)")
     return row
 
 
-def differing_keys(configs: list[dict[str, Any]]) -> list[str]:
-    """The keys whose values differ between the folders that have a config; one without (a GLUE suite of an
-    `lrs` grid, whose jobs lie a level below where flat_config looks) is left out, not counted as differing."""
+def differing_keys(configs: list[dict[str, Any]], everywhere: bool = False) -> list[str]:
+    """The keys whose values differ between the folders that have a config (one without, a suite whose jobs are
+    gone, is left out); with `everywhere`, only among the keys every config has."""
     configs = [config for config in configs if config]
-    keys = sorted(set().union(*configs))
-    return [key for key in keys if not key.startswith(IGNORED)
+    keys = set.intersection(*map(set, configs)) if everywhere and configs else set().union(*configs)
+    return [key for key in sorted(keys) if not key.startswith(IGNORED)
             and len({json.dumps(config.get(key), sort_keys=True, default=str) for config in configs}) > 1]
+
+
+def color(index: int) -> str:
+    """A folder's colour, the same in every panel."""
+    return f"C{index % 10}"
 
 
 def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any]], path: Path) -> None:
@@ -87,16 +103,16 @@ def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any
     frames = [read_metrics(folder) for folder in folders]
     panels = [name for name in CURVES if any(name in metric_names(frame) for frame in frames)]
     tasks = sorted({key for row in rows for key in row if key.startswith("GLUE ")},
-                   key=lambda key: (key == "GLUE average", key))
+                   key=lambda key: (key == GLUE_AVERAGE, key))
     count = len(panels) + bool(tasks)
     figure = Figure(figsize=(5 * max(1, count), 3.8), layout="constrained")
     FigureCanvasAgg(figure)
     for index, name in enumerate(panels):
         axes = figure.add_subplot(1, count, index + 1)
-        for frame, label in zip(frames, labels):
+        for index, (frame, label) in enumerate(zip(frames, labels)):
             if name in metric_names(frame):
                 values = series(frame, name)
-                axes.plot(values.index, values.values, marker="o", markersize=3, label=label)
+                axes.plot(values.index, values.values, marker="o", markersize=3, label=label, color=color(index))
         axes.set_title(name)
         axes.set_xlabel("step")
         axes.grid(alpha=0.3)
@@ -105,11 +121,12 @@ def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any
         axes.legend(fontsize=8)
     if tasks:
         axes = figure.add_subplot(1, count, count)
-        width = 0.8 / len(rows)
-        for index, (row, label) in enumerate(zip(rows, labels)):
-            axes.bar([task + index * width for task in range(len(tasks))], [row.get(key, math.nan) for key in tasks],
-                     width, label=label)
-        axes.set_xticks([task + width * (len(rows) - 1) / 2 for task in range(len(tasks))],
+        suites = [index for index, row in enumerate(rows) if any(key in row for key in tasks)]
+        width = 0.8 / len(suites)
+        for offset, index in enumerate(suites):
+            axes.bar([task + offset * width for task in range(len(tasks))],
+                     [rows[index].get(key, math.nan) for key in tasks], width, label=labels[index], color=color(index))
+        axes.set_xticks([task + width * (len(suites) - 1) / 2 for task in range(len(tasks))],
                         [key.removeprefix("GLUE ") for key in tasks])
         axes.set_title("GLUE task scores")
         axes.grid(axis="y", alpha=0.3)
@@ -129,19 +146,38 @@ def label(folder: Path) -> str:
     experiment it was. A suite is named as the run it fine-tuned, so its label starts with `glue/`."""
     folder = folder.resolve()
     name = f"{folder.parent.name}/{folder.name}" if TIMESTAMP.match(folder.name) else folder.name
-    suite = (folder / GLUE_CSV).is_file() and not (folder / CONFIG).is_file()
-    return f"glue/{name}" if suite else name
+    return f"glue/{name}" if is_suite(folder) else name
+
+
+def drop_partial_averages(rows: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    """Leaves out the GLUE average of a suite that lacks a task another compared suite ran: averages over
+    different tasks are not comparable. Returns a line for each average left out."""
+    tasks = [{key for key in row if key.startswith("GLUE ")} - {GLUE_AVERAGE} for row in rows]
+    compared = set().union(*tasks)
+    notes = []
+    for row, name, row_tasks in zip(rows, labels, tasks):
+        if GLUE_AVERAGE in row and row_tasks != compared:
+            del row[GLUE_AVERAGE]
+            missing = ", ".join(sorted(key.removeprefix("GLUE ") for key in compared - row_tasks))
+            notes.append(f"{name}: {GLUE_AVERAGE} left out, the suite has no {missing}")
+    return notes
 
 
 def compare(folders: list[Path], output: Path) -> str:
     """Writes compare.md, compare.csv and compare.png into `output`; returns the Markdown."""
     rows = [describe(folder) for folder in folders]
-    configs = [flat_config(folder) for folder in folders]
-    differing = differing_keys(configs)
-    for row, config in zip(rows, configs):
-        row.update({key: config.get(key) for key in differing})
     labels = [f"{index + 1}: {label(folder)}" for index, folder in enumerate(folders)]
-    columns = ["run", *differing, *sorted({key for row in rows for key in row} - {"run", *differing})]
+    configs = [flat_config(folder) for folder in folders]
+    # Runs are compared with runs and suites with suites: a pretraining config and a fine-tuning one differ in
+    # nearly every key. A key some suite lacks is one its jobs set per task; its GLUE rows say which tasks ran.
+    kinds = [is_suite(folder) for folder in folders]
+    differing = {kind: differing_keys([config for config, other in zip(configs, kinds) if other == kind], kind)
+                 for kind in set(kinds)}
+    for row, config, kind in zip(rows, configs, kinds):
+        row.update({key: config.get(key) for key in differing[kind]})
+    keys = sorted(set().union(*differing.values()))
+    notes = drop_partial_averages(rows, labels)
+    columns = ["run", *keys, *sorted({key for row in rows for key in row} - {"run", *keys})]
     output.mkdir(parents=True, exist_ok=True)
 
     def write_csv(temp: str) -> None:
@@ -154,7 +190,8 @@ def compare(folders: list[Path], output: Path) -> str:
     # One line per key, one column per run: the differing keys first, then the results.
     lines = ["| | " + " | ".join(labels) + " |", "|" + " --- |" * (len(labels) + 1)]
     lines += ["| " + " | ".join([key, *(format_value(row.get(key)) for row in rows)]) + " |" for key in columns[1:]]
-    markdown = "\n".join(lines) + "\n\n" + "\n".join(f"{label} = {folder}" for label, folder in zip(labels, folders)) + "\n"
+    lines += ["", *notes, *(f"{label} = {folder}" for label, folder in zip(labels, folders))]
+    markdown = "\n".join(lines) + "\n"
     write_atomically(output / "compare.md", lambda temp: Path(temp).write_text(markdown))
     plot_curves(folders, labels, rows, output / "compare.png")
     return markdown

@@ -29,7 +29,13 @@ from bertlab.training.run_folder import CONFIG, HF_MODEL
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
 GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")
 GLUE_CSV = "glue.csv"  # the suite folder's table, what `bertlab compare` reads
+GLUE_AVERAGE = "GLUE average"  # the last row of glue.csv
 JOB_LAYOUTS = ("*/seed_*", "*/lr_*/seed_*")  # <task>/seed_<n>, and <task>/lr_<rate>/seed_<n> with `glue … lrs=`
+
+
+def job_configs(suite_dir: Path) -> list[Path]:
+    """The config.yaml of each job below a suite folder, in either layout, sorted."""
+    return sorted(path for layout in JOB_LAYOUTS for path in suite_dir.glob(f"{layout}/{CONFIG}"))
 
 
 def finished(job_dir: Path) -> bool:
@@ -60,8 +66,7 @@ def glue_table(suite_dir: Path) -> tuple[list[dict[str, Any]], float]:
     at the other learning rates tried) and the GLUE average. A task run at several learning rates
     is reported at the one with the best score."""
     results: dict[str, dict[float, dict[str, list[float]]]] = {}
-    job_configs = (path for layout in JOB_LAYOUTS for path in suite_dir.glob(f"{layout}/{CONFIG}"))
-    for job_dir in sorted(path.parent for path in job_configs if finished(path.parent)):
+    for job_dir in (path.parent for path in job_configs(suite_dir) if finished(path.parent)):
         task, lr, values = job_result(job_dir)
         for name, value in values.items():
             results.setdefault(task, {}).setdefault(lr, {}).setdefault(name, []).append(100 * value)
@@ -88,7 +93,7 @@ def write_glue_table(suite_dir: Path) -> str:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-            writer.writerow({"task": "GLUE average", "task score": average})
+            writer.writerow({"task": GLUE_AVERAGE, "task score": average})
 
     write_atomically(suite_dir / GLUE_CSV, write_csv)
     grid = any(row["other lrs"] for row in rows)
@@ -96,7 +101,7 @@ def write_glue_table(suite_dir: Path) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |" + (" --- |" * grid)]
     lines += [f"| {r['task']} | {r['metric']} | {r['lr']:g} | {r['seeds']} | {r['mean']:.1f} ± {r['std']:.1f} | "
               f"{r['median']:.1f} | {r['task score']:.1f} |" + (f" {r['other lrs']} |" * grid) for r in rows]
-    lines.append(f"| **GLUE average** | | | | | | **{average:.1f}** |" + (" |" * grid))
+    lines.append(f"| **{GLUE_AVERAGE}** | | | | | | **{average:.1f}** |" + (" |" * grid))
     markdown = "\n".join(lines) + "\n"
     write_atomically(suite_dir / "glue.md", lambda temp: Path(temp).write_text(markdown))
     plot_glue(rows, average, suite_dir / "glue.png")
@@ -110,7 +115,7 @@ def plot_glue(rows: list[dict[str, Any]], average: float, path: Path) -> None:
     axes = figure.add_subplot()
     labels = [f"{row['task']} {row['metric']} (lr {row['lr']:g})" for row in rows][::-1]
     axes.barh(labels, [row["mean"] for row in rows][::-1], xerr=[row["std"] for row in rows][::-1], capsize=3)
-    axes.axvline(average, color="black", linestyle="--", label=f"GLUE average {average:.1f}")
+    axes.axvline(average, color="black", linestyle="--", label=f"{GLUE_AVERAGE} {average:.1f}")
     axes.set_xlabel("score ×100 (mean ± std over seeds)")
     axes.legend(loc="best")
     axes.grid(axis="x", alpha=0.3)

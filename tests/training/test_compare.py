@@ -90,3 +90,40 @@ def test_a_suite_beside_runs_adds_no_config_keys(tmp_path):
     markdown = compare([first, second, suite], tmp_path / "out")
     assert "| task.mlm_probability | 0.4 | 0.15 |  |" in markdown
     assert "| seed |" not in markdown, "a key the runs share is not a difference because the suite lacks it"
+
+
+def write_suite(folder: Path, scores: dict[str, float], jobs: dict[str, dict]) -> Path:
+    """A suite folder: glue.csv with `scores` (task → score) and a config.yaml for each job path in `jobs`."""
+    folder.mkdir(parents=True)
+    lines = [f"{task},,3,,,,{score}" for task, score in scores.items()]
+    average = sum(scores.values()) / len(scores)
+    (folder / "glue.csv").write_text("\n".join(["task,metric,seeds,mean,std,median,task score", *lines,
+                                                f"GLUE average,,,,,,{average}"]) + "\n")
+    for job, config in jobs.items():
+        (folder / job).mkdir(parents=True)
+        OmegaConf.save(config, folder / job / "config.yaml")
+    return folder
+
+
+def test_suites_are_compared_by_what_their_jobs_share_and_runs_only_with_runs(tmp_path):
+    def job(init_from, task, seed, lr):
+        return {"model": {"init_from": init_from}, "glue": {"task": task}, "seed": seed, "optimizer": {"lr": lr}}
+
+    run = write_run(tmp_path / "run", {"seed": 0, "model": {"init_from": None}, "optimizer": {"lr": 2e-3}}, [6.0])
+    plain = write_suite(tmp_path / "plain", {"rte": 55.0, "sst2": 80.0},
+                        {"rte/seed_0": job("a", "rte", 0, 3e-4), "sst2/seed_1": job("a", "sst2", 1, 3e-4)})
+    grid = write_suite(tmp_path / "grid", {"rte": 57.0, "sst2": 81.0},  # `glue … lrs=`: <task>/lr_<rate>/seed_<n>
+                       {"rte/lr_0.0001/seed_0": job("b", "rte", 0, 1e-4),
+                        "sst2/lr_0.0003/seed_0": job("b", "sst2", 0, 3e-4)})
+    markdown = compare([run, plain, grid], tmp_path / "out")
+    assert "| model.init_from |  | a | b |" in markdown
+    assert "glue.task" not in markdown and "| seed |" not in markdown, "what varies inside a suite is no difference"
+    assert "| optimizer.lr |" not in markdown, "the grid suite's rate varies by task; the run has no other run"
+
+
+def test_an_average_over_fewer_tasks_is_left_out_and_said_so(tmp_path):
+    part = write_suite(tmp_path / "part", {"sst2": 82.2}, {})
+    full = write_suite(tmp_path / "full", {"rte": 58.2, "sst2": 82.5}, {})
+    markdown = compare([part, full], tmp_path / "out")
+    assert "| GLUE average |  | 70.35 |" in markdown and "| GLUE sst2 | 82.2 | 82.5 |" in markdown
+    assert "1: glue/part: GLUE average left out, the suite has no rte" in markdown
