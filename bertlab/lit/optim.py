@@ -84,10 +84,37 @@ def build_optimizer(optimizer_factory: Callable[..., torch.optim.Optimizer], mod
     return optimizer_factory(params=groups, **options)
 
 
+class WarmupSchedule(LambdaLR):
+    """Linear warmup from 0 to each group's lr over `warmup_steps`, then `schedule`: linear or cosine decay
+    to 0 at `total_steps`, or constant.
+
+    Up to the end of the warm-up no factor depends on `total_steps`, so it may be moved then (a time budget
+    re-planned from the run's own pace, bertlab.training.budget) and the schedule is the one a run with the
+    new total from the start has. The total is the run config's `trainer.max_steps`, so a checkpoint does
+    not carry it."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, total_steps: int, warmup_steps: int, schedule: str):
+        self.total_steps, self.warmup_steps, self.schedule = total_steps, warmup_steps, schedule
+        super().__init__(optimizer, self.factor)
+
+    def factor(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return step / self.warmup_steps
+        if self.schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - self.warmup_steps) / max(1, self.total_steps - self.warmup_steps))
+        if self.schedule == "linear":
+            return 1.0 - progress
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def state_dict(self) -> dict:
+        return {key: value for key, value in super().state_dict().items() if key != "total_steps"}
+
+
 def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float, warmup_steps: int | None = None,
-                    warmup_ratio: float = 0.0, schedule: str = "linear") -> LambdaLR:
-    """Linear warmup from 0 to each group's lr over `warmup_steps` (or `warmup_ratio` of
-    `total_steps`), then `schedule`: linear or cosine decay to 0 at `total_steps`, or constant."""
+                    warmup_ratio: float = 0.0, schedule: str = "linear") -> WarmupSchedule:
+    """The WarmupSchedule of `schedule` over `total_steps`, warming up for `warmup_steps` (or `warmup_ratio`
+    of `total_steps`)."""
     if schedule not in SCHEDULES:
         raise ConfigError(f"scheduler.schedule: unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
     if not math.isfinite(total_steps) or total_steps < 1:
@@ -100,18 +127,7 @@ def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float, 
         warmup_steps = round(warmup_ratio * total_steps)
     if warmup_steps < 0:
         raise ConfigError(f"scheduler.warmup_steps must be >= 0, got {warmup_steps}")
-
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return step / warmup_steps
-        if schedule == "constant":
-            return 1.0
-        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
-        if schedule == "linear":
-            return 1.0 - progress
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    return LambdaLR(optimizer, factor)
+    return WarmupSchedule(optimizer, total_steps, warmup_steps, schedule)
 
 
 def configure_optimization(module: L.LightningModule,

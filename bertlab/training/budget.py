@@ -15,8 +15,17 @@ the run pays again. Preparing the data and choosing the precision (`trainer.prec
 bertlab.training.precision) before, the module's own set-up in the calibration (a distillation teacher
 labelling the texts, once: the run reads them from its cache) and the export after are outside the budget.
 
-config.yaml records the chosen `trainer.max_steps` with `trainer.max_epochs: -1` and `budget_minutes:
-null`: that config repeats the run bit for bit, without calibrating. A resumed run keeps the steps of
+The calibration's few steps catch the machine at one moment, and a 2-core machine's pace drifts by 10–20%
+over minutes. So the run re-plans once, at the end of its warm-up: the steps left become what the time
+left affords at the pace of the run's own steps since the trial's warm-up (validations apart). Up to then
+the learning rate does not depend on the total (bertlab.lit.optim.WarmupSchedule), so the re-planned run
+is the run that the new total gives from the start. It needs the warm-up to span at least PACE_STEPS
+steps beyond the trial's warm-up, and the run's one learning-rate schedule to be a WarmupSchedule; else
+the calibration's total stands.
+
+config.yaml records the chosen `trainer.max_steps` (the re-planned one once it is known) and the warm-up
+as `scheduler.warmup_steps`, with `trainer.max_epochs: -1` and `budget_minutes: null`: that config repeats
+the run bit for bit, without calibrating. A resumed run keeps the steps of
 the config.yaml of the run it resumes. `trainer.max_steps` or `trainer.max_epochs` on the command line
 beside `budget_minutes` is refused; the values of a recipe are replaced.
 """
@@ -29,13 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import lightning as L
-from omegaconf import DictConfig, OmegaConf
+from lightning.pytorch.callbacks import TQDMProgressBar
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.lit.optim import WarmupSchedule
 from bertlab.training import run_folder, trial
 
 log = logging.getLogger("bertlab")
 LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
+PACE_STEPS = 10  # the fewest steps of the run's own whose pace may re-plan it
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,7 @@ def fix_length(cfg: DictConfig, trainer: L.Trainer, module: L.LightningModule, d
         log.info("budget_minutes=%g: resuming, keeping trainer.max_steps=%d of the resumed run", minutes, steps)
     else:
         calibration = calibrate(cfg, module, datamodule, run_dir)
+        deadline = trial.clock() + minutes * 60 - calibration.elapsed_seconds
         left = minutes * 60 - calibration.elapsed_seconds - calibration.startup_seconds
         steps, epochs = affordable_steps(left, calibration), -1
         if steps < 1:
@@ -90,6 +103,7 @@ def fix_length(cfg: DictConfig, trainer: L.Trainer, module: L.LightningModule, d
                  "%.1f s, %.1f s per validation and its checkpoints, %s)", minutes, steps, 1 / calibration.step_seconds,
                  calibration.elapsed_seconds, calibration.startup_seconds, calibration.validation_seconds,
                  f"every {every:g} steps" if math.isfinite(every) else "after the last step")
+        trainer.callbacks.append(Replan(cfg, run_dir, deadline, calibration))
     cfg.trainer.max_steps, cfg.trainer.max_epochs, cfg.budget_minutes = steps, epochs, None
     # _FitLoop.max_steps has no setter; Lightning's own tuner sets the epoch loop's.
     trainer.fit_loop.epoch_loop.max_steps, trainer.fit_loop.max_epochs = steps, epochs
@@ -119,3 +133,52 @@ def calibrate(cfg: DictConfig, module: L.LightningModule, datamodule: L.Lightnin
     return Calibration(step_seconds=timing.step_seconds, startup_seconds=timing.startup_seconds,
                        validation_seconds=validation, steps_per_validation=timing.steps_per_validation,
                        elapsed_seconds=timing.elapsed_seconds)
+
+
+class Replan(L.Callback):
+    """Re-plans `trainer.max_steps` at the end of the warm-up from the pace of the run's steps since
+    trial.WARMUP_STEPS (see the module's docstring); records it, with the warm-up, in config.yaml."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, deadline: float, calibration: Calibration):
+        self.cfg, self.run_dir, self.deadline, self.calibration = cfg, run_dir, deadline, calibration
+        self.first_step = trial.WARMUP_STEPS
+        self.started: float | None = None  # the clock at first_step
+        self.validating = self._validation_started = 0.0
+        self.replanned = False
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
+                           batch_idx: int) -> None:
+        schedules = [config.scheduler for config in trainer.lr_scheduler_configs]
+        if self.replanned or len(schedules) != 1 or not isinstance(schedules[0], WarmupSchedule):
+            return
+        warmup = schedules[0].warmup_steps
+        if self.started is None and trainer.global_step == self.first_step:
+            self.started, self.validating = trial.now(pl_module), 0.0
+        elif self.started is not None and trainer.global_step == warmup >= self.first_step + PACE_STEPS:
+            self.replan(trainer, pl_module, schedules[0], batch_idx)
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._validation_started = trial.now(pl_module)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.validating += trial.now(pl_module) - self._validation_started
+
+    def replan(self, trainer: L.Trainer, pl_module: L.LightningModule, schedule: WarmupSchedule,
+               batch_idx: int) -> None:
+        self.replanned, now, warmup = True, trial.now(pl_module), schedule.warmup_steps
+        step = (now - self.started - self.validating) / (warmup - self.first_step)
+        pace = Calibration(step_seconds=step, startup_seconds=0.0, elapsed_seconds=0.0,
+                           validation_seconds=self.calibration.validation_seconds,
+                           steps_per_validation=self.calibration.steps_per_validation)
+        steps = trainer.strategy.broadcast(warmup + max(1, affordable_steps(self.deadline - now, pace)))
+        log.info("budget_minutes: the warm-up's steps ran at %.3g steps/s (the calibration's %.3g): trainer.max_steps "
+                 "%d → %d", 1 / step, 1 / self.calibration.step_seconds, trainer.max_steps, steps)
+        schedule.total_steps = trainer.fit_loop.epoch_loop.max_steps = steps
+        if isinstance(trainer.progress_bar_callback, TQDMProgressBar):  # its total was set at the epoch's start
+            bar_total = min(trainer.num_training_batches, batch_idx + 1 + steps - trainer.global_step)
+            trainer.progress_bar_callback.train_progress_bar.total = bar_total
+        with open_dict(self.cfg):
+            self.cfg.trainer.max_steps = steps
+            if self.cfg.get("scheduler") is not None:
+                self.cfg.scheduler.warmup_steps = warmup
+        run_folder.write_config(self.cfg, self.run_dir)

@@ -73,11 +73,14 @@ def test_gradients_are_clipped_before_the_fused_adamw_step(tmp_path, precision):
     assert 0 < moved < 1e-5
 
 
-def _lr_curve(schedule: str, total: int = 20, **kwargs) -> list[float]:
+def _lr_curve(schedule: str, total: int = 20, moved_to: int | None = None, **kwargs) -> list[float]:
+    """The learning rate at each step; with `moved_to`, the total becomes that at the end of the warm-up."""
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     scheduler = warmup_schedule(optimizer, total_steps=total, schedule=schedule, **kwargs)
     curve = []
-    for _ in range(total + 1):
+    for step in range((total if moved_to is None else moved_to) + 1):
+        if step == scheduler.warmup_steps and moved_to is not None:
+            scheduler.total_steps = moved_to
         curve.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         scheduler.step()
@@ -94,6 +97,23 @@ def test_schedule_warms_up_then_decays_to_zero(schedule):
     assert curve[5 + 15 // 2] == pytest.approx(0.5, abs=0.06)  # half the peak halfway through the decay
     if schedule == "cosine":
         assert curve[6] > 1.0 - 1 / 15  # cosine starts flatter than linear
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+@pytest.mark.parametrize("moved_to", [12, 30])
+def test_a_total_moved_at_the_end_of_the_warmup_is_the_schedule_of_that_total(schedule, moved_to):
+    """What a time budget's re-plan does (bertlab.training.budget.Replan): the warm-up stays, the decay ends at the
+    new total, as if the run had had it from the start."""
+    assert _lr_curve(schedule, moved_to=moved_to, warmup_steps=5) == _lr_curve(schedule, moved_to, warmup_steps=5)
+
+
+def test_a_checkpoint_of_the_schedule_does_not_carry_its_total():
+    """The total is the run config's trainer.max_steps: a run resumed after a re-plan keeps the re-planned one."""
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    state = warmup_schedule(optimizer, total_steps=20, warmup_steps=5).state_dict()
+    resumed = warmup_schedule(optimizer, total_steps=30, warmup_steps=5)
+    resumed.load_state_dict(state)
+    assert "total_steps" not in state and resumed.total_steps == 30 and resumed.warmup_steps == 5
 
 
 def test_schedule_ratio_constant_and_invalid_settings():

@@ -5,9 +5,11 @@ keeps the steps without calibrating; bad values are one line."""
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
@@ -48,6 +50,25 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     return {name: root / name for name in ("budgeted", "fixed", "forked")}
 
 
+@pytest.fixture(scope="module")
+def replanned(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """"replanned" (a budget whose warm-up, half the calibrated steps, is long enough to re-plan at its end) and
+    "replayed" (its config.yaml's max_steps and warm-up, no budget)."""
+    root = tmp_path_factory.mktemp("replan")
+
+    def args(name: str, *overrides: str) -> list[str]:
+        return pretraining(tiny_data_dir, root / "cache", root / name, *SCHEDULE, "seed=3", *overrides)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trial, "clock", FakeClock(0.08))
+        assert run_in_process(args("replanned", "budget_minutes=0.1", "scheduler.warmup_ratio=0.5")).code == 0
+        config = OmegaConf.load(root / "replanned" / "config.yaml")
+        patch.setattr(trial, "clock", never_read)
+        assert run_in_process(args("replayed", f"trainer.max_steps={config.trainer.max_steps}", "trainer.max_epochs=-1",
+                                   f"scheduler.warmup_steps={config.scheduler.warmup_steps}")).code == 0
+    return {name: root / name for name in ("replanned", "replayed")}
+
+
 def calibration(step: float, validation: float, steps_per_validation: float) -> Calibration:
     return Calibration(step_seconds=step, startup_seconds=0.0, validation_seconds=validation,
                        steps_per_validation=steps_per_validation, elapsed_seconds=0.0)
@@ -73,6 +94,19 @@ def test_a_budgeted_run_records_its_steps_and_that_config_repeats_it_bit_for_bit
     assert recorded(runs["fixed"]) == (steps, epochs, None)
     assert sha256(runs["fixed"] / "hf_model" / "model.safetensors") == sha256(
         runs["budgeted"] / "hf_model" / "model.safetensors")
+
+
+def test_a_budgeted_run_replans_at_the_end_of_its_warmup_and_its_config_repeats_it_bit_for_bit(replanned):
+    log = (replanned["replanned"] / "mlm_tiny.log").read_text()
+    calibrated = int(re.search(r"budget_minutes=0.1: trainer.max_steps=(\d+) at ", log)[1])
+    steps = int(re.search(rf"budget_minutes: the warm-up's steps ran at .* trainer.max_steps {calibrated} → (\d+)",
+                          log)[1])
+    config = OmegaConf.load(replanned["replanned"] / "config.yaml")
+    assert steps != calibrated and config.trainer.max_steps == steps
+    assert config.scheduler.warmup_steps == round(0.5 * calibrated), "the warm-up the run had, not half the new total"
+    assert len(pd.read_csv(replanned["replanned"] / "metrics.csv")["lr-AdamW/decay"].dropna()) > 0
+    assert sha256(replanned["replayed"] / "hf_model" / "model.safetensors") == sha256(
+        replanned["replanned"] / "hf_model" / "model.safetensors")
 
 
 def test_a_resumed_budgeted_run_keeps_the_recorded_steps(runs):
