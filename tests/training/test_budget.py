@@ -52,8 +52,9 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 @pytest.fixture(scope="module")
 def replanned(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """"replanned" (a budget whose warm-up, half the calibrated steps, is long enough to re-plan at its end) and
-    "replayed" (its config.yaml's max_steps and warm-up, no budget)."""
+    """"replanned" (a budget whose warm-up, half the calibrated steps, is long enough to re-plan at its end),
+    "replayed" (its config.yaml's max_steps and warm-up, no budget) and "resumed" (the budget again, resumed from
+    a checkpoint written before the re-plan, a clock that must not be read)."""
     root = tmp_path_factory.mktemp("replan")
 
     def args(name: str, *overrides: str) -> list[str]:
@@ -66,7 +67,10 @@ def replanned(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         patch.setattr(trial, "clock", never_read)
         assert run_in_process(args("replayed", f"trainer.max_steps={config.trainer.max_steps}", "trainer.max_epochs=-1",
                                    f"scheduler.warmup_steps={config.scheduler.warmup_steps}")).code == 0
-    return {name: root / name for name in ("replanned", "replayed")}
+        checkpoint = root / "replanned" / "lightning_checkpoints" / "step=8.ckpt"  # from before the re-plan
+        assert run_in_process(args("resumed", "budget_minutes=0.1", "scheduler.warmup_ratio=0.5",
+                                   f"resume='{checkpoint}'")).code == 0
+    return {name: root / name for name in ("replanned", "replayed", "resumed")}
 
 
 def calibration(step: float, validation: float, steps_per_validation: float) -> Calibration:
@@ -105,8 +109,9 @@ def test_a_budgeted_run_replans_at_the_end_of_its_warmup_and_its_config_repeats_
     assert steps != calibrated and config.trainer.max_steps == steps
     assert config.scheduler.warmup_steps == round(0.5 * calibrated), "the warm-up the run had, not half the new total"
     assert len(pd.read_csv(replanned["replanned"] / "metrics.csv")["lr-AdamW/decay"].dropna()) > 0
-    assert sha256(replanned["replayed"] / "hf_model" / "model.safetensors") == sha256(
-        replanned["replanned"] / "hf_model" / "model.safetensors")
+    for other in ("replayed", "resumed"):
+        assert sha256(replanned[other] / "hf_model" / "model.safetensors") == sha256(
+            replanned["replanned"] / "hf_model" / "model.safetensors"), other
 
 
 def test_a_resumed_budgeted_run_keeps_the_recorded_steps(runs):
