@@ -109,10 +109,10 @@ def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any
     FigureCanvasAgg(figure)
     for index, name in enumerate(panels):
         axes = figure.add_subplot(1, count, index + 1)
-        for index, (frame, label) in enumerate(zip(frames, labels)):
+        for folder_index, (frame, label) in enumerate(zip(frames, labels)):
             if name in metric_names(frame):
                 values = series(frame, name)
-                axes.plot(values.index, values.values, marker="o", markersize=3, label=label, color=color(index))
+                axes.plot(values.index, values.values, marker="o", markersize=3, label=label, color=color(folder_index))
         axes.set_title(name)
         axes.set_xlabel("step")
         axes.grid(alpha=0.3)
