@@ -17,7 +17,9 @@ labelling the texts, once: the run reads them from its cache) and the export aft
 
 The calibration's few steps catch the machine at one moment, and a 2-core machine's pace drifts by 10–20%
 over minutes. So the run re-plans once, at the end of its warm-up: the steps left become what the time
-left affords at the pace of the run's own steps since the trial's warm-up (validations apart). Up to then
+left affords at the slower of the calibration's pace and that of the run's own steps since the trial's
+warm-up (validations apart): a budget is a ceiling, and on the 2-core machines here the first minutes of
+a run step ~5% faster than the rest (docs/results.md), so a faster warm-up does not lengthen it. Up to then
 the learning rate does not depend on the total (bertlab.lit.optim.WarmupSchedule), so the re-planned run
 is the run that the new total gives from the start. It needs the warm-up to span at least PACE_STEPS
 steps beyond the trial's warm-up, and the run's one learning-rate schedule to be a WarmupSchedule; else
@@ -122,6 +124,15 @@ def affordable_steps(seconds: float, calibration: Calibration) -> int:
     return steps
 
 
+def replanned_steps(warmup_steps: int, seconds_left: float, step_seconds: float, calibration: Calibration) -> int:
+    """The total steps at the end of a warm-up of `warmup_steps` that ran at `step_seconds` a step, with
+    `seconds_left` of the budget: at least one more step, at the slower of that pace and the calibration's."""
+    pace = Calibration(step_seconds=max(step_seconds, calibration.step_seconds), startup_seconds=0.0,
+                       elapsed_seconds=0.0, validation_seconds=calibration.validation_seconds,
+                       steps_per_validation=calibration.steps_per_validation)
+    return warmup_steps + max(1, affordable_steps(seconds_left, pace))
+
+
 def calibrate(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule,
               run_dir: Path) -> Calibration:
     """A trial of the run (bertlab.training.trial): its steps, then one validation and the checkpoints
@@ -167,10 +178,7 @@ class Replan(L.Callback):
                batch_idx: int) -> None:
         self.replanned, now, warmup = True, trial.now(pl_module), schedule.warmup_steps
         step = (now - self.started - self.validating) / (warmup - self.first_step)
-        pace = Calibration(step_seconds=step, startup_seconds=0.0, elapsed_seconds=0.0,
-                           validation_seconds=self.calibration.validation_seconds,
-                           steps_per_validation=self.calibration.steps_per_validation)
-        steps = trainer.strategy.broadcast(warmup + max(1, affordable_steps(self.deadline - now, pace)))
+        steps = trainer.strategy.broadcast(replanned_steps(warmup, self.deadline - now, step, self.calibration))
         log.info("budget_minutes: the warm-up's steps ran at %.3g steps/s (the calibration's %.3g): trainer.max_steps "
                  "%d → %d", 1 / step, 1 / self.calibration.step_seconds, trainer.max_steps, steps)
         schedule.total_steps = trainer.fit_loop.epoch_loop.max_steps = steps

@@ -14,7 +14,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from bertlab.training import trial
-from bertlab.training.budget import Calibration, affordable_steps
+from bertlab.training.budget import Calibration, affordable_steps, replanned_steps
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256
 from tests.training.fake_clocks import FakeClock, never_read
 
@@ -89,6 +89,15 @@ def calibration(step: float, validation: float, steps_per_validation: float) -> 
 ])
 def test_the_rule_fits_steps_and_validations_into_the_seconds_left(seconds, step, validation, every, steps):
     assert affordable_steps(seconds, calibration(step, validation, every)) == steps
+
+
+@pytest.mark.parametrize("step, steps", [
+    (0.25, 100 + 32 * 4),   # slower than calibrated: 32 × (4 steps of 0.25 s and a validation of 1 s) in 64 s
+    (0.125, 100 + 42 * 4),  # faster: the calibration's 0.125 s stands (a ceiling; the first minutes run fastest)
+    (0.0625, 100 + 42 * 4),
+])
+def test_a_replan_takes_the_slower_of_the_warmups_pace_and_the_calibrations(step, steps):
+    assert replanned_steps(100, 64.0, step, calibration(0.125, 1.0, 4)) == steps
 
 
 def test_a_budgeted_run_records_its_steps_and_that_config_repeats_it_bit_for_bit(runs):
