@@ -148,7 +148,8 @@ def calibrate(cfg: DictConfig, module: L.LightningModule, datamodule: L.Lightnin
 
 class Replan(L.Callback):
     """Re-plans `trainer.max_steps` at the end of the warm-up from the pace of the run's steps since
-    trial.WARMUP_STEPS (see the module's docstring); records it, with the warm-up, in config.yaml."""
+    trial.WARMUP_STEPS or the calibration's, the slower (see the module's docstring); records it, with the
+    warm-up, in config.yaml."""
 
     def __init__(self, cfg: DictConfig, run_dir: Path, deadline: float, calibration: Calibration):
         self.cfg, self.run_dir, self.deadline, self.calibration = cfg, run_dir, deadline, calibration
