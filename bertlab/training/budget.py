@@ -160,8 +160,10 @@ class Replan(L.Callback):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch,
                            batch_idx: int) -> None:
+        if self.replanned:
+            return
         schedules = [config.scheduler for config in trainer.lr_scheduler_configs]
-        if self.replanned or len(schedules) != 1 or not isinstance(schedules[0], WarmupSchedule):
+        if len(schedules) != 1 or not isinstance(schedules[0], WarmupSchedule):
             return
         warmup = schedules[0].warmup_steps
         if self.started is None and trainer.global_step == self.first_step:
