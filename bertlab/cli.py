@@ -8,12 +8,12 @@ malformed command line, 1 for the rest. BERTLAB_DEBUG=1 shows the traceback inst
 from __future__ import annotations
 
 import importlib
-import importlib.resources
 import os
 import sys
 
 from bertlab.allocator import keep_freed_memory
 from bertlab.errors import BertlabError, UsageError
+from bertlab.recipe_files import recipe_names
 
 # command → (module in bertlab.commands, one-line help)
 COMMANDS = {
@@ -31,11 +31,6 @@ COMMANDS = {
     "prepare-data": ("prepare_data", "build a train config's pretraining data into data.cache_dir, once, before a multi-node train"),
     "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),
 }
-
-
-def recipe_names() -> list[str]:
-    recipes = importlib.resources.files("bertlab.recipes")
-    return sorted(entry.name[:-5] for entry in recipes.iterdir() if entry.name.endswith(".yaml"))
 
 
 def usage() -> str:

@@ -6,7 +6,6 @@ The best checkpoint (on `task.monitor`) is exported to <run>/hf_model in Hugging
 
 from __future__ import annotations
 
-import importlib.resources
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -15,6 +14,7 @@ from omegaconf import DictConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.metrics import best_point, read_metrics, series
 from bertlab.model import BertForSequenceClassification
+from bertlab.recipe_files import recipe_names, recipe_text
 from bertlab.tokenizer import special_token_ids
 from bertlab.training.app import launch
 from bertlab.training.fit import fit
@@ -41,22 +41,26 @@ def data_tokenizer(cfg: DictConfig) -> str:
     return str(cfg.data.get("tokenizer"))
 
 
-def recipe_text(name: str) -> str | None:
-    recipe = importlib.resources.files("bertlab.recipes").joinpath(f"{name}.yaml")
-    return recipe.read_text(encoding="utf-8") if recipe.is_file() else None
+def header_command(recipe: str, output: str) -> str | None:
+    """The `python -m bertlab …` command in a recipe's header comments whose --output is `output`."""
+    for line in (recipe_text(recipe) or "").splitlines():
+        command = line.lstrip("# ").strip()
+        if command.startswith("python -m bertlab") and command.endswith(f"--output outputs/{output}"):
+            return command
+    return None
 
 
 def missing_checkpoint_hint(init_from: Path, run_name: str) -> str:
     """How to make a missing `model.init_from`: the `train` recipe of a `<recipe>/latest` path, or the
-    command in the running recipe's header comments whose --output is that folder."""
+    command in a recipe's header comments (the running recipe's first) whose --output is that folder."""
     parts = init_from.parts
     producer = parts[parts.index("latest") - 1] if "latest" in parts[1:] else None
     if producer and recipe_text(producer) is not None:
         return f"; make one first with: python -m bertlab train +recipe={producer}"
-    for line in (recipe_text(run_name) or "").splitlines():
-        command = line.lstrip("# ").strip()
-        if command.startswith("python -m bertlab") and command.endswith(f"--output outputs/{init_from.name}"):
-            return f"; recipes/{run_name}.yaml's header makes it with: {command}"
+    for recipe in sorted(recipe_names(), key=lambda name: name != run_name):
+        command = header_command(recipe, init_from.name)
+        if command:
+            return f"; recipes/{recipe}.yaml's header makes it with: {command}"
     return ""
 
 

@@ -14,7 +14,6 @@ them here, in one place.
 from __future__ import annotations
 
 import importlib
-import importlib.resources
 import os
 import re
 import shutil
@@ -32,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from bertlab.errors import BertlabError, ConfigError, UsageError
+from bertlab.recipe_files import recipe_names, recipe_text
 from bertlab.training import schema
 from bertlab.training.extras import missing_plugin_message
 from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
@@ -86,10 +86,8 @@ def register_configs() -> None:
     register_resolvers()
     store = ConfigStore.instance()
     schema.register(store)
-    for entry in importlib.resources.files("bertlab.recipes").iterdir():
-        if entry.name.endswith(".yaml"):
-            node = OmegaConf.create(entry.read_text(encoding="utf-8"))
-            store.store(group="recipe", name=entry.name[:-5], node=node, package="_global_")
+    for name in recipe_names():
+        store.store(group="recipe", name=name, node=OmegaConf.create(recipe_text(name)), package="_global_")
 
 
 def model_preset(name: str) -> dict:

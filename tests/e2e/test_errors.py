@@ -255,10 +255,12 @@ def test_missing_recipe_checkpoint_names_the_recipe_that_makes_it(recipe, worksp
                                    f"folder; make one first with: python -m bertlab train +recipe={recipe}")
 
 
-def test_missing_student_names_the_command_in_the_recipe_header(workspace, capsys):
+@pytest.mark.parametrize("recipe", ["sst2_distill_mini", "sst2"])  # sst2: the distillation's baseline, no header
+def test_missing_student_names_the_command_in_a_recipe_header(recipe, workspace, capsys):
     outputs = workspace / "no_outputs_yet"
-    outcome = run_in_process(["fine-tune", "+recipe=sst2_distill_mini", f"paths.output_dir={outputs}",
-                              f"hydra.run.dir={outputs}/run"], capsys)
+    outcome = run_in_process(["fine-tune", f"+recipe={recipe}", f"paths.output_dir={outputs}",
+                              f"model.init_from={outputs}/bert_mini_sst2_minilm", f"hydra.run.dir={outputs}/run"],
+                             capsys)
     assert_one_line_error(outcome, f"model.init_from={outputs}/bert_mini_sst2_minilm: no such checkpoint folder; "
                                    "recipes/sst2_distill_mini.yaml's header makes it with: python -m bertlab shrink "
                                    "outputs/sst2_minilm/latest --layers 4 --hidden 256 --heads 4 "

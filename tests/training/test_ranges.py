@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from bertlab.cli import recipe_names
+from bertlab.recipe_files import recipe_names
 from bertlab.errors import ConfigError
 from bertlab.training.app import register_configs
 from bertlab.training.ranges import RULES, check_ranges, violation

@@ -9,7 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_object
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
-from bertlab.cli import recipe_names
+from bertlab.recipe_files import recipe_names
 from bertlab.training.app import register_configs
 from bertlab.training.model_group import model_config
 
