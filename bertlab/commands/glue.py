@@ -13,7 +13,7 @@ with the best mean score, as BERT's and Google's small BERTs' GLUE figures were 
 3e-4, the other tasks at 1e-3).
 The suite folder (hydra.sweep.dir, default outputs/glue/<recipe>/<run>[_scratch]) gets
 <task>/seed_<n>/ per job (<task>/lr_<rate>/seed_<n>/ with `lrs`) and glue.csv, glue.md and
-glue.png; run again, the command skips the jobs that finished.
+glue.png; run again, the command skips the jobs that finished (and refuses other settings than theirs).
 """
 
 from __future__ import annotations

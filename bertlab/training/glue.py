@@ -16,15 +16,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.errors import DataError
+from bertlab.errors import ConfigError, DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import best_point, read_metrics, series
+from bertlab.training.preflight import refusing
 from bertlab.training.run_folder import CONFIG, HF_MODEL
+from bertlab.training.sweeps import run_overrides
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
 GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")
@@ -41,6 +44,31 @@ def job_configs(suite_dir: Path) -> list[Path]:
 def finished(job_dir: Path) -> bool:
     """A job of the suite that ran to its end: its export and metrics are there."""
     return (job_dir / HF_MODEL / "model.safetensors").is_file() and (job_dir / "metrics.json").is_file()
+
+
+def job_settings(overrides: list[str], folder_keys: set[str]) -> dict[str, str]:
+    """The values a job's command line sets (key → value as written), but for the keys that name its folder."""
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return {item.key_or_group: item.input_line.partition("=")[2] for item in parsed
+            if item.key_or_group not in folder_keys}
+
+
+def check_finished_jobs(config: DictConfig) -> None:
+    """A finished job is skipped when the suite runs again, so it must have run with this launch's settings:
+    else the table would mix settings, and the user would not know."""
+    suite_dir = Path(config.hydra.sweep.dir)
+    subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
+    folder_keys = {"glue", "seed", *(["optimizer.lr"] if "optimizer.lr" in subdir else [])}
+    wanted = job_settings(list(config.hydra.overrides.task), folder_keys)
+    for job_dir in sorted(path.parent for path in job_configs(suite_dir)):
+        recorded = run_overrides(job_dir)  # none: a job folder without Hydra's record, not judged
+        had = job_settings(recorded, folder_keys)
+        if finished(job_dir) and recorded and had != wanted:
+            key = sorted(key for key in {*had, *wanted} if had.get(key) != wanted.get(key))[0]
+            raise ConfigError(
+                f"{job_dir} finished before with {key}={had.get(key, '(not set)')}, and this call sets "
+                f"{key}={wanted.get(key, '(not set)')}: a suite's jobs share their settings; give these another "
+                f"suite folder (hydra.sweep.dir=…), or delete {suite_dir} to run it again")
 
 
 def job_result(job_dir: Path) -> tuple[str, float, dict[str, float]]:
@@ -124,12 +152,16 @@ def plot_glue(rows: list[dict[str, Any]], average: float, path: Path) -> None:
 
 class GlueSuite(Callback):
     """Hydra callback of a `glue` sweep: progress over the whole suite (which task and seed, how many
-    left, ETA from the jobs run so far), and the GLUE table when the sweep ends."""
+    left, ETA from the jobs run so far), the check that the jobs it will skip ran with its settings, and the
+    GLUE table when the sweep ends."""
 
     def __init__(self, jobs: int, done_before: int = 0):
         """`jobs` of the whole suite, `done_before` of them by the suite's earlier sweeps (tasks at other rates)."""
         self.jobs, self.started, self.ran, self.seconds = jobs, done_before, 0, 0.0
         self.job_start = time.perf_counter()
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        refusing(lambda: check_finished_jobs(config))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.started += 1

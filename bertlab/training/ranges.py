@@ -2,9 +2,9 @@
 starts (bertlab.training.preflight): `bertlab: error: <key>=<value>: must be in (0, inf)`.
 
 A numeric rule is an interval: "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is
-unbounded. An enumeration is a tuple of choices. Null (where a key allows it) and values of other
-types are left to the code that takes them. tests/training/test_ranges.py fails when a numeric or
-enumerated key of a shipped config has no rule here.
+unbounded; its key takes numbers only, but for the keys in TAKES_TEXT. An enumeration is a tuple of
+choices. Null (where a key allows it) is left to the code that takes it. tests/training/test_ranges.py
+fails when a numeric or enumerated key of a shipped config has no rule here.
 """
 
 from __future__ import annotations
@@ -102,13 +102,17 @@ RULES: dict[str, str | tuple] = {
     "callbacks.finite_loss.check_every_n_steps": COUNT,
 }
 
+# Interval keys that Lightning also reads from words: devices=auto or "0,1", a validation interval as a duration.
+TAKES_TEXT = ("trainer.devices", "trainer.val_check_interval")
 
-def violation(rule: str | tuple, value: Any) -> str | None:
-    """What `value` breaks of `rule` ("must be …"), or None when it fits or is not the rule's kind."""
+
+def violation(rule: str | tuple, value: Any, takes_text: bool = False) -> str | None:
+    """What `value` breaks of `rule` ("must be …"), or None when it fits; a value other than a number
+    fits an interval only where the key `takes_text`."""
     if isinstance(rule, tuple):
         return None if value in rule else f"must be one of {', '.join(map(str, rule))}"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
+        return None if takes_text else f"must be a number in {rule}"
     low, high = (float(bound) for bound in rule[1:-1].split(","))
     inside = (low < value if rule[0] == "(" else low <= value) and (value < high if rule[-1] == ")" else value <= high)
     return None if inside and math.isfinite(value) else f"must be in {rule}"
@@ -117,6 +121,6 @@ def violation(rule: str | tuple, value: Any) -> str | None:
 def check_ranges(values: dict[str, Any]) -> None:
     """ConfigError for the first key of `values` (dotted key → value) outside its rule."""
     for key, value in values.items():
-        if key in RULES and value is not None and (problem := violation(RULES[key], value)):
+        if key in RULES and value is not None and (problem := violation(RULES[key], value, key in TAKES_TEXT)):
             shown = repr(value) if isinstance(value, str) else value
             raise ConfigError(f"{key}={shown}: {problem}")

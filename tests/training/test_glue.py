@@ -1,6 +1,6 @@
 """The GLUE suite: every task config composes (local copy or hub id), the table's arithmetic against
 hand-computed numbers, and a tiny 2-task × 2-seed suite through the command line that skips its
-finished jobs when run again."""
+finished jobs when run again, and refuses to when they ran with other settings."""
 
 from __future__ import annotations
 
@@ -142,6 +142,14 @@ def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_gl
     assert again.out.count("finished before, skipped") == 4
     assert {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")} == exported
     assert glue_table(suite) == (rows, average)
+
+    recorded = (suite / "sst2" / "seed_0" / ".hydra" / "overrides.yaml").read_text()
+    changed = run_in_process([*argv, "optimizer.weight_decay=0.1"], capsys)
+    assert changed.code == 1 and changed.error_lines[-1].startswith(
+        f"bertlab: error: {suite}/sst2/seed_0 finished before with optimizer.weight_decay=(not set), and this call "
+        "sets optimizer.weight_decay=0.1: a suite's jobs share their settings")
+    assert (suite / "sst2" / "seed_0" / ".hydra" / "overrides.yaml").read_text() == recorded
+    assert {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")} == exported
 
 
 def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys):

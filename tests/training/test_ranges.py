@@ -85,7 +85,8 @@ def test_every_rule_names_a_key_of_a_shipped_config(composed):
 @pytest.mark.parametrize("rule, value, problem", [
     ("(0, inf)", 0, "must be in (0, inf)"), ("(0, inf)", 1e38, None), ("[0, 1)", 1.0, "must be in [0, 1)"),
     ("[0, 1)", 0, None), ("[-1, inf)", -2, "must be in [-1, inf)"), ("[1, inf)", float("nan"), "must be in [1, inf)"),
-    (("min", "max"), "mean", "must be one of min, max"), (("min", "max"), "max", None), ("(0, 1)", "abc", None),
+    (("min", "max"), "mean", "must be one of min, max"), (("min", "max"), "max", None),
+    ("(0, 1)", "abc", "must be a number in (0, 1)"), ("[1, inf)", True, "must be a number in [1, inf)"),
 ])
 def test_a_rule_refuses_what_lies_outside_it(rule, value, problem):
     assert violation(rule, value) == problem
@@ -94,4 +95,6 @@ def test_a_rule_refuses_what_lies_outside_it(rule, value, problem):
 def test_the_message_names_key_value_and_rule():
     with pytest.raises(ConfigError, match=r"^optimizer.lr=-0.5: must be in \(0, inf\)$"):
         check_ranges({"seed": 3, "optimizer.lr": -0.5})
-    check_ranges({"optimizer.lr": None, "trainer.devices": "auto"})  # null and other types: not this check's
+    with pytest.raises(ConfigError, match=r"^optimizer.lr='abc': must be a number in \(0, inf\)$"):
+        check_ranges({"optimizer.lr": "abc"})
+    check_ranges({"optimizer.lr": None, "trainer.devices": "auto", "trainer.val_check_interval": "00:00:30:00"})
