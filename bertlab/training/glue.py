@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.errors import ConfigError, DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import best_point, read_metrics, series
-from bertlab.training.preflight import refusing
+from bertlab.training.preflight import format_value, refusing
 from bertlab.training.run_folder import CONFIG, HF_MODEL
 from bertlab.training.sweeps import run_overrides
 
@@ -46,11 +46,15 @@ def finished(job_dir: Path) -> bool:
     return (job_dir / HF_MODEL / "model.safetensors").is_file() and (job_dir / "metrics.json").is_file()
 
 
-def job_settings(overrides: list[str], folder_keys: set[str]) -> dict[str, str]:
-    """The values a job's command line sets (key → value as written), but for the keys that name its folder."""
+def job_settings(overrides: list[str], folder_keys: set[str]) -> dict[str, Any]:
+    """The values a job's command line sets (parsed: Hydra records `false` as `False`), but for the keys that
+    name its folder."""
     parsed = OverridesParser.create().parse_overrides(overrides)
-    return {item.key_or_group: item.input_line.partition("=")[2] for item in parsed
-            if item.key_or_group not in folder_keys}
+    return {item.key_or_group: item.value() for item in parsed if item.key_or_group not in folder_keys}
+
+
+def shown(settings: dict[str, Any], key: str) -> str:
+    return format_value(settings[key]) if key in settings else "(not set)"
 
 
 def check_finished_jobs(config: DictConfig) -> None:
@@ -66,8 +70,8 @@ def check_finished_jobs(config: DictConfig) -> None:
         if finished(job_dir) and recorded and had != wanted:
             key = sorted(key for key in {*had, *wanted} if had.get(key) != wanted.get(key))[0]
             raise ConfigError(
-                f"{job_dir} finished before with {key}={had.get(key, '(not set)')}, and this call sets "
-                f"{key}={wanted.get(key, '(not set)')}: a suite's jobs share their settings; give these another "
+                f"{job_dir} finished before with {key}={shown(had, key)}, and this call sets "
+                f"{key}={shown(wanted, key)}: a suite's jobs share their settings; give these another "
                 f"suite folder (hydra.sweep.dir=…), or delete {suite_dir} to run it again")
 
 

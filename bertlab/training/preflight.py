@@ -135,10 +135,10 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     if not config.model.init_from:  # sizes, divisibility, memory: before any data is prepared
         BertConfig.from_dict({**OmegaConf.to_container(config.model, resolve=True),
                               "vocab_size": OmegaConf.select(config, "tokenizer.vocab_size", default=None) or 30522})
-    overridden = overridden_keys(config.hydra.overrides.task)
-    for key in overridden:  # first: the type an argument's annotation expects is the more specific message
-        check_target_argument(config, key)
     check_ranges({key: OmegaConf.select(config, key, default=None) for key in RULES})
+    overridden = overridden_keys(config.hydra.overrides.task)
+    for key in overridden:
+        check_target_argument(config, key)
     check_init_from(config, overridden)
     check_transfer(config)
     check_embedding_student(config)

@@ -160,7 +160,7 @@ CASES = [
     ("width not a number", lambda p: train(p, "model.hidden_size=abc"), 1,
      "model.hidden_size='abc': expected int (like the default 32), got str"),
     ("steps not a number", lambda p: train(p, "trainer.max_steps=abc"), 1,
-     "trainer.max_steps='abc': expected int (argument 'max_steps' of lightning.pytorch.Trainer), got str"),
+     "trainer.max_steps='abc': must be a number in [-1, inf)"),
     ("rate not a number", lambda p: train(p, "optimizer.lr=abc"), 1,
      "optimizer.lr='abc': must be a number in (0, inf)"),
     ("fractional seed", lambda p: train(p, "seed=1.5"), 1, "seed=1.5: expected int (like the default 0), got float"),

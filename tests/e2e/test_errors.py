@@ -64,7 +64,7 @@ def test_unknown_command(capsys):
     (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_large, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
-     "trainer.max_steps='abc': expected int (argument 'max_steps' of lightning.pytorch.Trainer), got str"),
+     "trainer.max_steps='abc': must be a number in [-1, inf)"),
     (["model.hidden_size=1.5"], "model.hidden_size=1.5: expected int (like the default 128), got float"),
     (["-m", "seed=1,x"], "seed='x': expected int (like the default 0), got str"),
     (["seed=1,2"], "seed=1,2: several values need -m (--multirun)"),
