@@ -64,10 +64,12 @@ def check_finished_jobs(config: DictConfig) -> None:
     subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
     folder_keys = {"glue", "seed", *(["optimizer.lr"] if "optimizer.lr" in subdir else [])}
     wanted = job_settings(list(config.hydra.overrides.task), folder_keys)
-    for job_dir in sorted(path.parent for path in job_configs(suite_dir)):
+    for job_dir in (path.parent for path in job_configs(suite_dir)):
         recorded = run_overrides(job_dir)  # none: a job folder without Hydra's record, not judged
+        if not (finished(job_dir) and recorded):
+            continue
         had = job_settings(recorded, folder_keys)
-        if finished(job_dir) and recorded and had != wanted:
+        if had != wanted:
             key = sorted(key for key in {*had, *wanted} if had.get(key) != wanted.get(key))[0]
             raise ConfigError(
                 f"{job_dir} finished before with {key}={shown(had, key)}, and this call sets "
