@@ -1,8 +1,8 @@
 """`python -m bertlab compare FOLDER FOLDER … [--output DIR]`: runs side by side — the config keys
-that differ (between runs, and between suites), the final validation loss and perplexity (and the other
-final validation metrics), the wall time, the GLUE rows of a suite folder (from `bertlab glue`) — and
-their validation curves overlaid in one PNG. Writes compare.md, compare.csv and compare.png into DIR (default
-outputs/compare/<time>) and prints the table.
+that differ (between runs, and between suites and the bertlab runs they fine-tuned), the final validation loss
+and perplexity (and the other final validation metrics), the wall time, the GLUE rows of a suite folder (from
+`bertlab glue`) — and their validation curves overlaid in one PNG. Writes compare.md, compare.csv and compare.png
+into DIR (default outputs/compare/<time>) and prints the table.
 
 A FOLDER is a run folder (config.yaml, metrics.csv) or a GLUE suite folder (glue.csv); a pretraining
 run's `latest` link works too.
@@ -61,6 +61,17 @@ def flat_config(folder: Path) -> dict[str, Any]:
     if not jobs:
         return {}
     return {key: value for key, value in jobs[0].items() if all(key in job and job[key] == value for job in jobs)}
+
+
+def pretraining_config(suite_config: dict[str, Any]) -> dict[str, Any]:
+    """For a suite that fine-tuned a bertlab run's export (`<run>/hf_model`), that run's config as
+    `pretraining.<key>`, so that suites of two pretrainings differ in how they pretrained, not only in the
+    checkpoint's path; empty for other checkpoints."""
+    init_from = suite_config.get("model.init_from")
+    run_config = Path(init_from).parent / CONFIG if isinstance(init_from, str) else None
+    if run_config is None or not run_config.is_file():
+        return {}
+    return {f"pretraining.{key}": value for key, value in flatten(run_config).items() if not key.startswith(IGNORED)}
 
 
 def describe(folder: Path) -> dict[str, Any]:
@@ -173,6 +184,11 @@ def compare(folders: list[Path], output: Path) -> str:
     kinds = [is_suite(folder) for folder in folders]
     differing = {kind: differing_keys([config for config, other in zip(configs, kinds) if other == kind], kind)
                  for kind in set(kinds)}
+    # A suite of another checkpoint has no pretraining keys: those differ among the suites that have them.
+    pretrainings = [pretraining_config(config) if kind else {} for config, kind in zip(configs, kinds)]
+    if True in differing:
+        differing[True] += differing_keys(pretrainings)
+    configs = [{**config, **pretraining} for config, pretraining in zip(configs, pretrainings)]
     for row, config, kind in zip(rows, configs, kinds):
         row.update({key: config.get(key) for key in differing[kind]})
     keys = sorted(set().union(*differing.values()))

@@ -127,3 +127,24 @@ def test_an_average_over_fewer_tasks_is_left_out_and_said_so(tmp_path):
     markdown = compare([part, full], tmp_path / "out")
     assert "| GLUE average |  | 70.35 |" in markdown and "| GLUE sst2 | 82.2 | 82.5 |" in markdown
     assert "1: glue/part: GLUE average left out, the suite has no rte" in markdown
+
+
+def test_suites_of_two_pretrainings_show_how_they_pretrained(tmp_path):
+    def pretraining(name, seed):
+        run = write_run(tmp_path / name, {"seed": seed, "task": {"mlm_probability": 0.4},
+                                          "paths": {"run_dir": name}}, [7.9])
+        (run / "hf_model").mkdir()
+        return str(run / "hf_model")
+
+    def job(init_from, task):
+        return {"model": {"init_from": init_from}, "glue": {"task": task}, "seed": 0}
+
+    suites = [write_suite(tmp_path / f"suite_{seed}", {"rte": 57.0},
+                          {"rte/seed_0": job(pretraining(f"run_{seed}", seed), "rte")}) for seed in (1, 2)]
+    hub_model = tmp_path / "hub_model"
+    hub_model.mkdir()
+    suites.append(write_suite(tmp_path / "suite_hub", {"rte": 60.0}, {"rte/seed_0": job(str(hub_model), "rte")}))
+    markdown = compare(suites, tmp_path / "out")
+    assert "| pretraining.seed | 1 | 2 |  |" in markdown
+    assert "pretraining.task.mlm_probability" not in markdown, "what both pretrainings share is no difference"
+    assert "pretraining.paths" not in markdown, "folder keys say nothing about the experiment"
