@@ -70,7 +70,7 @@ def check_finished_jobs(config: DictConfig) -> None:
             continue
         had = job_settings(recorded, folder_keys)
         if had != wanted:
-            key = sorted(key for key in {*had, *wanted} if had.get(key) != wanted.get(key))[0]
+            key = min(key for key in {*had, *wanted} if had.get(key) != wanted.get(key))
             raise ConfigError(
                 f"{job_dir} finished before with {key}={shown(had, key)}, and this call sets "
                 f"{key}={shown(wanted, key)}: a suite's jobs share their settings; give these another "
