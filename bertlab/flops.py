@@ -16,14 +16,21 @@ TRAINING_PER_FORWARD = 3  # a training step: the forward, and a backward of twic
 DENSE_BF16_PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H200 NVL": 835e12, "H100": 989e12, "H200": 989e12}
 
 
-def encoder_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:
-    """Per layer: the Q, K, V and output projections and the two FFN matmuls,
-    2·B·L·(4H² + 2HI), plus attention scores and context, 2·2·B·L²·H."""
+def encoder_forward_flops(config: BertConfig, batch_size: int, length: int,
+                          last_layer_rows: float | None = None) -> float:
+    """Per layer: the Q, K, V and output projections and the two FFN matmuls, 2·B·L·(4H² + 2HI), plus
+    attention scores and context, 2·2·B·L²·H. With `last_layer_rows` (sparse MLM prediction) the last
+    layer's keys and values are still computed at every position, its queries, scores, output
+    projection and FFN only at that many."""
     tokens = batch_size * length
     hidden, intermediate = config.hidden_size, config.intermediate_size
-    projections = 2 * tokens * (4 * hidden**2 + 2 * hidden * intermediate)
-    attention = 2 * 2 * batch_size * length**2 * hidden
-    return config.num_hidden_layers * (projections + attention)
+
+    def layer(query_rows: float) -> float:
+        keys_values = 2 * tokens * 2 * hidden**2
+        return keys_values + 2 * query_rows * (2 * hidden**2 + 2 * hidden * intermediate + 2 * length * hidden)
+
+    last = tokens if last_layer_rows is None else last_layer_rows
+    return (config.num_hidden_layers - 1) * layer(tokens) + layer(last)
 
 
 def mlm_head_forward_flops(config: BertConfig, predicted: float) -> float:
@@ -33,13 +40,19 @@ def mlm_head_forward_flops(config: BertConfig, predicted: float) -> float:
     return 2 * predicted * hidden**2 + 2 * predicted * hidden * config.vocab_size
 
 
-def mlm_forward_flops(config: BertConfig, batch_size: int, length: int, predicted: float) -> float:
-    return encoder_forward_flops(config, batch_size, length) + mlm_head_forward_flops(config, predicted)
+def mlm_forward_flops(config: BertConfig, batch_size: int, length: int, predicted: float,
+                      last_layer_rows: float | None = None) -> float:
+    """bertlab's sparse masked LM: the last layer runs at the `predicted` positions too, unless
+    `last_layer_rows` says otherwise (with dynamic masking each row is filled up to the batch's most
+    masked tokens in a row; those filling rows are not model FLOPs, as padding is not)."""
+    rows = predicted if last_layer_rows is None else last_layer_rows
+    return encoder_forward_flops(config, batch_size, length, rows) + mlm_head_forward_flops(config, predicted)
 
 
-def mlm_training_flops(config: BertConfig, batch_size: int, length: int, predicted: float) -> float:
+def mlm_training_flops(config: BertConfig, batch_size: int, length: int, predicted: float,
+                       last_layer_rows: float | None = None) -> float:
     """One MLM training step: 3 × (encoder + head) forward."""
-    return TRAINING_PER_FORWARD * mlm_forward_flops(config, batch_size, length, predicted)
+    return TRAINING_PER_FORWARD * mlm_forward_flops(config, batch_size, length, predicted, last_layer_rows)
 
 
 def classification_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:

@@ -3,7 +3,8 @@
 Module and parameter names follow Hugging Face's `modeling_bert` (`bert.embeddings.word_embeddings`,
 `bert.encoder.layer.N.attention.self.query`, `cls.predictions.transform`, …) so that state dicts
 travel between the two without renaming. Inside, the code is organised for reading and speed:
-one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction.
+one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction: the
+head, and the last layer's queries and everything after them, run only at the positions the loss reads.
 """
 
 from __future__ import annotations
@@ -106,6 +107,18 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(embeddings))
 
 
+def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """[B, L, H] states at [B, P] positions → [B, P, H]."""
+    return hidden_states.gather(1, positions[..., None].expand(-1, -1, hidden_states.shape[-1]))
+
+
+def fused_linear(hidden_states: torch.Tensor, *linears: nn.Linear) -> tuple[torch.Tensor, ...]:
+    """The linears' outputs from one matmul; the parameters stay separate so checkpoints keep HF's names."""
+    weight = torch.cat([linear.weight for linear in linears])
+    bias = torch.cat([linear.bias for linear in linears])
+    return F.linear(hidden_states, weight, bias).chunk(len(linears), dim=-1)
+
+
 class BertSelfAttention(nn.Module):
     """Multi-head self-attention with optional Shaw et al. (2018) relative position scores.
 
@@ -131,29 +144,34 @@ class BertSelfAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_size).transpose(1, 2)
 
-    def _project(self, hidden_states: torch.Tensor):
-        if self.fused_qkv:
-            # One matmul instead of three; the parameters stay separate so checkpoints keep HF's names.
-            weight = torch.cat((self.query.weight, self.key.weight, self.value.weight))
-            bias = torch.cat((self.query.bias, self.key.bias, self.value.bias))
-            return F.linear(hidden_states, weight, bias).chunk(3, dim=-1)
-        return self.query(hidden_states), self.key(hidden_states), self.value(hidden_states)
+    def _project(self, hidden_states: torch.Tensor, query_states: torch.Tensor):
+        if not self.fused_qkv:
+            return self.query(query_states), self.key(hidden_states), self.value(hidden_states)
+        if query_states is hidden_states:
+            return fused_linear(hidden_states, self.query, self.key, self.value)
+        return self.query(query_states), *fused_linear(hidden_states, self.key, self.value)
 
-    def _relative_position_bias(self, query, key):
-        length = query.shape[2]
-        positions = torch.arange(length, device=query.device)
-        distance = positions[:, None] - positions[None, :] + self.max_positions - 1
-        table = self.distance_embedding(distance).to(query.dtype)  # [L, L, head_size]
-        bias = torch.einsum("bhld,lrd->bhlr", query, table)
+    def _relative_position_bias(self, query, key, query_positions):
+        key_positions = torch.arange(key.shape[2], device=query.device)
+        if query_positions is None:  # one [L, L] table for every row
+            distance, rows = key_positions[:, None] - key_positions[None, :], ""
+        else:  # [B, P, L]: each row's own query positions
+            distance, rows = query_positions[..., None] - key_positions, "b"
+        table = self.distance_embedding(distance + self.max_positions - 1).to(query.dtype)  # [(B,) Lq, L, d]
+        bias = torch.einsum(f"bhld,{rows}lrd->bhlr", query, table)
         if self.position_embedding_type == "relative_key_query":
-            bias = bias + torch.einsum("bhrd,lrd->bhlr", key, table)
+            bias = bias + torch.einsum(f"bhrd,{rows}lrd->bhlr", key, table)
         return bias / math.sqrt(self.head_size)
 
-    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False):
-        query, key, value = (self._split_heads(t) for t in self._project(hidden_states))
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
+                query_positions=None):
+        """`query_positions` ([B, P]): queries, and so outputs, only at these positions; keys and values
+        everywhere."""
+        query_states = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
+        query, key, value = (self._split_heads(t) for t in self._project(hidden_states, query_states))
         bias = attention_bias
         if self.position_embedding_type != "absolute":
-            relative = self._relative_position_bias(query, key)
+            relative = self._relative_position_bias(query, key, query_positions)
             bias = relative if bias is None else relative + bias
         dropout_p = self.dropout_prob if self.training else 0.0
         # With dropout, CPU SDPA runs this same math with torch's slower mask (see bertlab.dropout). A layer
@@ -222,9 +240,11 @@ class BertAttention(nn.Module):
         attention.num_heads = len(kept)
         self.pruned_heads |= set(remaining) & set(heads)
 
-    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False):
-        context, probs = self.self(hidden_states, attention_bias, head_mask, output_attentions, eager)
-        return self.output(context, hidden_states), probs
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
+                query_positions=None):
+        context, probs = self.self(hidden_states, attention_bias, head_mask, output_attentions, eager, query_positions)
+        residual = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
+        return self.output(context, residual), probs
 
 
 class BertIntermediate(nn.Module):
@@ -251,8 +271,10 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False):
-        attended, probs = self.attention(hidden_states, attention_bias, head_mask, output_attentions, eager)
+    def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
+                query_positions=None):
+        attended, probs = self.attention(hidden_states, attention_bias, head_mask, output_attentions, eager,
+                                         query_positions)
         return self.output(self.intermediate(attended), attended), probs
 
 
@@ -263,16 +285,18 @@ class BertEncoder(nn.Module):
         self.gradient_checkpointing = config.gradient_checkpointing
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False,
-                output_hidden_states=False, eager=False):
+                output_hidden_states=False, eager=False, output_positions=None):
+        """`output_positions` ([B, P]): the last layer computes only these positions (its keys and values
+        still come from every position), and the output is [B, P, H]."""
         all_hidden = (hidden_states,) if output_hidden_states else None
         all_probs = () if output_attentions else None
         for index, layer in enumerate(self.layer):
-            layer_head_mask = None if head_mask is None else head_mask[index]
+            inputs = (hidden_states, attention_bias, None if head_mask is None else head_mask[index], output_attentions,
+                      eager, output_positions if index == len(self.layer) - 1 else None)
             if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
-                hidden_states, probs = checkpoint(layer, hidden_states, attention_bias, layer_head_mask,
-                                                  output_attentions, eager, use_reentrant=False)
+                hidden_states, probs = checkpoint(layer, *inputs, use_reentrant=False)
             else:
-                hidden_states, probs = layer(hidden_states, attention_bias, layer_head_mask, output_attentions, eager)
+                hidden_states, probs = layer(*inputs)
             if output_hidden_states:
                 all_hidden += (hidden_states,)
             if output_attentions:
@@ -396,7 +420,9 @@ class BertModel(BertPreTrainedModel):
         return head_mask.expand(layers, heads).to(like.device, like.dtype)[:, :, None, None]
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                output_attentions=False, output_hidden_states=False) -> BertModelOutput:
+                output_attentions=False, output_hidden_states=False, output_positions=None) -> BertModelOutput:
+        """`output_positions` ([B, P]): the last layer runs only at these positions (see BertEncoder), so
+        last_hidden_state is [B, P, H]; the pooler reads its first column."""
         self._check_shapes(input_ids)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
@@ -407,7 +433,7 @@ class BertModel(BertPreTrainedModel):
         head_mask = self._head_mask(head_mask, hidden_states)
         eager = self.config.attn_implementation == "eager"
         sequence_output, all_hidden, all_probs = self.encoder(
-            hidden_states, bias, head_mask, output_attentions, output_hidden_states, eager)
+            hidden_states, bias, head_mask, output_attentions, output_hidden_states, eager, output_positions)
         pooled = self.pooler(sequence_output) if self.pooler is not None else None
         return BertModelOutput(sequence_output, pooled, all_hidden, all_probs)
 
@@ -448,35 +474,41 @@ class BertPreTrainingHeads(nn.Module):
             self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
 
-def predicted_positions(labels: torch.Tensor, per_row: int) -> torch.Tensor:
-    """[rows, per_row] positions for static sparse prediction: each row's labelled positions in order,
-    then unlabelled ones to fill the row. Labels beyond `per_row` in a row would be left out."""
+def predicted_positions(labels: torch.Tensor, per_row: int | None = None) -> torch.Tensor:
+    """[rows, per_row] positions for sparse prediction: each row's labelled positions in order, then
+    unlabelled ones to fill the row. Labels beyond `per_row` in a row would be left out; None: the most
+    labels of any row (at least one), read from the device."""
+    if per_row is None:
+        per_row = max(int((labels != IGNORE_INDEX).sum(dim=1).max()), 1)
     return (labels == IGNORE_INDEX).to(torch.uint8).argsort(dim=1, stable=True)[:, :per_row]
 
 
 def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
-              predictions_per_row: int | None = None):
+              predictions_per_row: int | None = None, positions: torch.Tensor | None = None):
     """Full logits without labels; with labels, logits (and loss) only at the labelled positions.
     `return_logits=False` (with labels) computes the loss without materialising the logits at all on CPU:
     the fast path of a training step, which needs only the loss.
 
-    The labelled positions are as many as masking chose, a shape that changes every batch. With
-    `predictions_per_row` (at least the most labels of any row) the head predicts the same number
-    of positions in every row instead (`predicted_positions`, in row order, as the logits come
-    out); the filling positions score nothing, so the loss is the same, and the shapes depend only
-    on the batch's shape, which torch.compile then compiles once.
+    The head reads `predicted_positions` ([B, P]): `sequence_output` is already at them when
+    `positions` are given (the encoder's last layer ran only there), else it is gathered. Without
+    `predictions_per_row`, P is the batch's most labels in a row and the filling positions are dropped:
+    the logits are those of the labelled positions in row order, as many as masking chose, a shape
+    that changes every batch. With it (at least the most labels of any row) the head predicts the same
+    number of positions in every row instead; the filling positions score nothing, so the loss is the
+    same, and the shapes depend only on the batch's shape, which torch.compile then compiles once.
     """
     if labels is None:
         return head(sequence_output), None
+    if positions is None:
+        positions = predicted_positions(labels, predictions_per_row)
+        sequence_output = gather_positions(sequence_output, positions)
+    hidden, targets = sequence_output.flatten(0, 1), labels.gather(1, positions).flatten()
     if predictions_per_row is None:
-        selected = labels != IGNORE_INDEX
-        hidden, targets = sequence_output[selected], labels[selected]
+        selected = targets != IGNORE_INDEX
+        hidden, targets = hidden[selected], targets[selected]
         # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
         count = max(targets.numel(), 1)
     else:
-        positions = predicted_positions(labels, predictions_per_row)
-        hidden = sequence_output.gather(1, positions[..., None].expand(-1, -1, sequence_output.shape[-1]))
-        hidden, targets = hidden.flatten(0, 1), labels.gather(1, positions).flatten()
         count = (targets != IGNORE_INDEX).sum().clamp(min=1)
     if not return_logits and hidden.device.type == "cpu":
         # Chunked, as the logits would not stay in a CPU's cache; a GPU does one large matmul faster
@@ -484,6 +516,14 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
         return None, linear_cross_entropy_sum(head.transform(hidden), head.decoder_weight, head.bias, targets) / count
     logits = head(hidden)
     return logits if return_logits else None, cross_entropy_sum(logits, targets) / count
+
+
+def sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states):
+    """The positions the last layer has to compute for the MLM loss; None (every position) without
+    labels, or when a caller asks for every layer's attentions or hidden states."""
+    if labels is None or output_attentions or output_hidden_states:
+        return None
+    return predicted_positions(labels, predictions_per_row)
 
 
 class BertForPreTraining(BertPreTrainedModel):
@@ -496,10 +536,14 @@ class BertForPreTraining(BertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, next_sentence_label=None, output_attentions=False,
                 output_hidden_states=False, return_logits=True, predictions_per_row=None) -> PreTrainingOutput:
+        predicted = sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states)
+        # The pooler reads the last layer's first output: [CLS] goes first.
+        computed = None if predicted is None else torch.cat((torch.zeros_like(predicted[:, :1]), predicted), dim=1)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states)
-        prediction_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels,
-                                                return_logits, predictions_per_row)
+                        output_attentions, output_hidden_states, computed)
+        sequence_output = out.last_hidden_state if predicted is None else out.last_hidden_state[:, 1:]
+        prediction_logits, mlm_loss = masked_lm(self.cls.predictions, sequence_output, labels, return_logits,
+                                                predictions_per_row, predicted)
         seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)
         nsp_loss = None
         if next_sentence_label is not None:
@@ -520,10 +564,11 @@ class BertForMaskedLM(BertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=False, output_hidden_states=False,
                 return_logits=True, predictions_per_row=None) -> LogitsOutput:
+        positions = sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states)
+                        output_attentions, output_hidden_states, positions)
         logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, return_logits,
-                                 predictions_per_row)
+                                 predictions_per_row, positions)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
     def share_embeddings(self, embeddings: BertEmbeddings) -> None:

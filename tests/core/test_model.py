@@ -159,6 +159,38 @@ def test_mlm_logits_are_computed_only_at_labelled_positions():
     torch.testing.assert_close(sparse.loss, expected)
 
 
+@pytest.mark.parametrize("position_type", ("absolute", "relative_key", "relative_key_query"))
+@pytest.mark.parametrize("predictions_per_row", (None, 9))
+@pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
+def test_the_last_layer_runs_only_where_the_head_predicts_and_changes_nothing(model_class, predictions_per_row,
+                                                                             position_type):
+    torch.manual_seed(0)
+    model = model_class(small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0)).train()
+    batch = mlm_batch()
+    if model_class is BertForPreTraining:
+        batch["next_sentence_label"] = torch.tensor([0, 1, 1, 0])
+    rows_seen = []
+    last_layer = model.bert.encoder.layer[-1]
+    last_layer.intermediate.register_forward_hook(lambda module, args, out: rows_seen.append(args[0].shape))
+    results = []
+    for every_position in (False, True):  # asking for every layer's hidden states runs the last one everywhere
+        model.zero_grad()
+        out = model(**batch, predictions_per_row=predictions_per_row, output_hidden_states=every_position)
+        out.loss.backward()
+        logits = out.logits if model_class is BertForMaskedLM else out.prediction_logits
+        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+        results.append((out.loss.detach(), logits.detach(), grads))
+    per_row = predictions_per_row or int((batch["labels"] != -100).sum(dim=1).max())
+    with_cls = int(model_class is BertForPreTraining)  # the pooler's [CLS]
+    assert rows_seen == [(4, per_row + with_cls, 64), (4, 32, 64)]
+    (loss, logits, grads), (full_loss, full_logits, full_grads) = results
+    torch.testing.assert_close(loss, full_loss)
+    torch.testing.assert_close(logits, full_logits)
+    for name, grad in full_grads.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
+
+
 @pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
 def test_batch_without_labelled_positions_gives_zero_loss_not_nan(model_class):
     model = model_class(small_config()).train()
@@ -200,14 +232,14 @@ def test_loss_only_forward_gives_the_loss_and_gradients_of_the_logits_path(model
 @pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
 def test_a_static_prediction_block_gives_the_loss_and_gradients_of_the_labelled_positions(model_class, return_logits):
     torch.manual_seed(0)
-    model = model_class(small_config()).train()
+    # No dropout: the last layer's masks are drawn for the block, whose width differs between the two.
+    model = model_class(small_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)).train()
     batch = mlm_batch()
     labelled = batch["labels"] != -100
     per_row = int(labelled.sum(dim=1).max()) + 2  # filler positions in every row
     results = []
     for predictions_per_row in (None, per_row):
         model.zero_grad()
-        torch.manual_seed(1)  # the same dropout masks
         out = model(**batch, return_logits=return_logits, predictions_per_row=predictions_per_row)
         loss = out.loss if model_class is BertForMaskedLM else out.mlm_loss
         loss.backward()
