@@ -55,10 +55,12 @@ def mlm_training_flops(config: BertConfig, batch_size: int, length: int, predict
     return TRAINING_PER_FORWARD * mlm_forward_flops(config, batch_size, length, predicted, last_layer_rows)
 
 
-def classification_forward_flops(config: BertConfig, batch_size: int, length: int) -> int:
-    """The encoder, then the pooler (H×H) and the classifier (H×labels) on each sequence's [CLS]."""
+def classification_forward_flops(config: BertConfig, batch_size: int, length: int) -> float:
+    """The encoder, its last layer at each sequence's [CLS] only, then the pooler (H×H) and the classifier
+    (H×labels) there."""
     hidden = config.hidden_size
-    return encoder_forward_flops(config, batch_size, length) + 2 * batch_size * hidden * (hidden + config.num_labels)
+    return (encoder_forward_flops(config, batch_size, length, last_layer_rows=batch_size)
+            + 2 * batch_size * hidden * (hidden + config.num_labels))
 
 
 def expected_masked_positions(batch_size: int, maskable_per_row: int, mlm_probability: float = 0.15) -> float:

@@ -4,7 +4,8 @@ Module and parameter names follow Hugging Face's `modeling_bert` (`bert.embeddin
 `bert.encoder.layer.N.attention.self.query`, `cls.predictions.transform`, …) so that state dicts
 travel between the two without renaming. Inside, the code is organised for reading and speed:
 one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction: the
-head, and the last layer's queries and everything after them, run only at the positions the loss reads.
+head, and the last layer's queries and everything after them, run only at the positions the loss reads
+(the masked ones; [CLS] for classification).
 """
 
 from __future__ import annotations
@@ -589,8 +590,10 @@ class BertForSequenceClassification(BertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
+        # The pooler reads [CLS] alone: the last layer runs only there, unless every layer's outputs are asked for.
+        cls_only = None if output_attentions or output_hidden_states else torch.zeros_like(input_ids[:, :1])
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states)
+                        output_attentions, output_hidden_states, cls_only)
         logits = self.classifier(self.dropout(out.pooler_output))
         loss = None if labels is None else self._loss(logits, labels)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)

@@ -191,6 +191,29 @@ def test_the_last_layer_runs_only_where_the_head_predicts_and_changes_nothing(mo
         torch.testing.assert_close(grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
 
 
+@pytest.mark.parametrize("position_type", ("absolute", "relative_key_query"))
+def test_a_classifiers_last_layer_runs_only_at_cls_and_changes_nothing(position_type):
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(small_config(position_embedding_type=position_type, num_labels=3,
+                                                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    batch = mlm_batch()
+    labels = torch.tensor([0, 2, 1, 1])
+    rows_seen = []
+    last_layer = model.bert.encoder.layer[-1]
+    last_layer.intermediate.register_forward_hook(lambda module, args, out: rows_seen.append(args[0].shape))
+    results = []
+    for every_position in (False, True):
+        model.zero_grad()
+        out = model(batch["input_ids"], batch["attention_mask"], labels=labels, output_hidden_states=every_position)
+        out.loss.backward()
+        results.append((out.logits.detach(), {name: p.grad.clone() for name, p in model.named_parameters()}))
+    assert rows_seen == [(4, 1, 64), (4, 32, 64)]
+    (logits, grads), (full_logits, full_grads) = results
+    torch.testing.assert_close(logits, full_logits)
+    for name, grad in full_grads.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
+
+
 @pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
 def test_batch_without_labelled_positions_gives_zero_loss_not_nan(model_class):
     model = model_class(small_config()).train()
