@@ -1,7 +1,8 @@
 """Core model benchmark: MLM training-step time (bert-tiny) with full vs sparse prediction (the head
-alone, or the head and the last layer at the labelled positions), sparse prediction with the loss-only head (no logits in memory) and with torch's own dropout instead of
-bertlab's, in fp32 and, where the CPU does it natively, bf16 autocast; and activation memory kept for
-backward with vs without gradient checkpointing (bert-mini).
+alone, or the head and the last layer at the labelled positions), sparse prediction with the loss-only
+head (no logits in memory) and with torch's own dropout instead of bertlab's, in fp32 and, where the
+CPU does it natively, bf16 autocast; and activation memory kept for backward with vs without gradient
+checkpointing (bert-mini).
 
 Run from the repository root: `python -m benchmarks.core_step_time`. CPU only; prints two tables.
 Memory is counted, not sampled: the bytes of distinct non-parameter tensors autograd keeps for

@@ -159,6 +159,28 @@ def test_mlm_logits_are_computed_only_at_labelled_positions():
     torch.testing.assert_close(sparse.loss, expected)
 
 
+def last_layer_rows_asserting_the_full_layers_results(model: nn.Module, forward) -> list[tuple[int, ...]]:
+    """Runs `forward(output_hidden_states)` (→ output, logits) with the last layer only where the loss reads it
+    (False) and everywhere (True: every layer's hidden states asked for), asserts the same loss, logits and
+    gradients, and returns the shapes the last layer's feed-forward saw."""
+    rows_seen = []
+    model.bert.encoder.layer[-1].intermediate.register_forward_hook(
+        lambda module, args, out: rows_seen.append(tuple(args[0].shape)))
+    results = []
+    for every_position in (False, True):
+        model.zero_grad()
+        out, logits = forward(every_position)
+        out.loss.backward()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+        results.append((out.loss.detach(), logits.detach(), grads))
+    (loss, logits, grads), (full_loss, full_logits, full_grads) = results
+    torch.testing.assert_close(loss, full_loss)
+    torch.testing.assert_close(logits, full_logits)
+    for name, grad in full_grads.items():
+        torch.testing.assert_close(grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
+    return rows_seen
+
+
 @pytest.mark.parametrize("position_type", ("absolute", "relative_key", "relative_key_query"))
 @pytest.mark.parametrize("predictions_per_row", (None, 9))
 @pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
@@ -170,25 +192,15 @@ def test_the_last_layer_runs_only_where_the_head_predicts_and_changes_nothing(mo
     batch = mlm_batch()
     if model_class is BertForPreTraining:
         batch["next_sentence_label"] = torch.tensor([0, 1, 1, 0])
-    rows_seen = []
-    last_layer = model.bert.encoder.layer[-1]
-    last_layer.intermediate.register_forward_hook(lambda module, args, out: rows_seen.append(args[0].shape))
-    results = []
-    for every_position in (False, True):  # asking for every layer's hidden states runs the last one everywhere
-        model.zero_grad()
+
+    def forward(every_position: bool):
         out = model(**batch, predictions_per_row=predictions_per_row, output_hidden_states=every_position)
-        out.loss.backward()
-        logits = out.logits if model_class is BertForMaskedLM else out.prediction_logits
-        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
-        results.append((out.loss.detach(), logits.detach(), grads))
+        return out, out.logits if model_class is BertForMaskedLM else out.prediction_logits
+
+    rows_seen = last_layer_rows_asserting_the_full_layers_results(model, forward)
     per_row = predictions_per_row or int((batch["labels"] != -100).sum(dim=1).max())
     with_cls = int(model_class is BertForPreTraining)  # the pooler's [CLS]
     assert rows_seen == [(4, per_row + with_cls, 64), (4, 32, 64)]
-    (loss, logits, grads), (full_loss, full_logits, full_grads) = results
-    torch.testing.assert_close(loss, full_loss)
-    torch.testing.assert_close(logits, full_logits)
-    for name, grad in full_grads.items():
-        torch.testing.assert_close(grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
 
 
 @pytest.mark.parametrize("position_type", ("absolute", "relative_key_query"))
@@ -197,21 +209,13 @@ def test_a_classifiers_last_layer_runs_only_at_cls_and_changes_nothing(position_
     model = BertForSequenceClassification(small_config(position_embedding_type=position_type, num_labels=3,
                                                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
     batch = mlm_batch()
-    labels = torch.tensor([0, 2, 1, 1])
-    rows_seen = []
-    last_layer = model.bert.encoder.layer[-1]
-    last_layer.intermediate.register_forward_hook(lambda module, args, out: rows_seen.append(args[0].shape))
-    results = []
-    for every_position in (False, True):
-        model.zero_grad()
-        out = model(batch["input_ids"], batch["attention_mask"], labels=labels, output_hidden_states=every_position)
-        out.loss.backward()
-        results.append((out.logits.detach(), {name: p.grad.clone() for name, p in model.named_parameters()}))
-    assert rows_seen == [(4, 1, 64), (4, 32, 64)]
-    (logits, grads), (full_logits, full_grads) = results
-    torch.testing.assert_close(logits, full_logits)
-    for name, grad in full_grads.items():
-        torch.testing.assert_close(grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
+
+    def forward(every_position: bool):
+        out = model(batch["input_ids"], batch["attention_mask"], labels=torch.tensor([0, 2, 1, 1]),
+                    output_hidden_states=every_position)
+        return out, out.logits
+
+    assert last_layer_rows_asserting_the_full_layers_results(model, forward) == [(4, 1, 64), (4, 32, 64)]
 
 
 @pytest.mark.parametrize("model_class", (BertForMaskedLM, BertForPreTraining))
