@@ -165,10 +165,11 @@ class BertSelfAttention(nn.Module):
         return bias / math.sqrt(self.head_size)
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
-                query_positions=None):
-        """`query_positions` ([B, P]): queries, and so outputs, only at these positions; keys and values
-        everywhere."""
-        query_states = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
+                query_positions=None, query_states=None):
+        """`query_positions` ([B, P]): queries, and so outputs, only at these positions, whose states the
+        caller gathered as `query_states` ([B, P, H]); keys and values everywhere."""
+        if query_positions is None:
+            query_states = hidden_states
         query, key, value = (self._split_heads(t) for t in self._project(hidden_states, query_states))
         bias = attention_bias
         if self.position_embedding_type != "absolute":
@@ -243,9 +244,11 @@ class BertAttention(nn.Module):
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
                 query_positions=None):
-        context, probs = self.self(hidden_states, attention_bias, head_mask, output_attentions, eager, query_positions)
-        residual = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
-        return self.output(context, residual), probs
+        # Gathered once for the queries and the residual: each gather's gradient is a [B, L, H] scatter.
+        query_states = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
+        context, probs = self.self(hidden_states, attention_bias, head_mask, output_attentions, eager, query_positions,
+                                   query_states)
+        return self.output(context, query_states), probs
 
 
 class BertIntermediate(nn.Module):
