@@ -61,7 +61,7 @@ def loss_only(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
 def torch_dropout() -> contextlib.AbstractContextManager:
     """bertlab.dropout's CPU mask swapped for torch's bernoulli_ one."""
     return mock.patch.object(bertlab_dropout, "random_keep_mask",
-                             lambda shape, p, device: torch.empty(shape, device=device).bernoulli_(1 - p).bool())
+                             lambda shape, p, device: torch.empty(shape, device=device).bernoulli_(1 - p))
 
 
 def full_loss(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
