@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader
 
 from bertlab.data.classification import (
     ClassificationDataModule,
+    TokenizedRows,
     collate,
     encode_texts,
     length_sorted_dataloader,
@@ -262,6 +263,25 @@ def test_encode_texts_and_collate_work_without_a_datamodule(tokenizer_dir):
     batch = collate(rows, pad_token_id=special_token_ids(tokenizer)["pad"])
     assert batch["attention_mask"].sum(dim=1).tolist() == encoded["length"]
     assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "index"}
+
+
+@pytest.mark.parametrize("labels", [np.array([1, 0, 1, 1, 0]), np.array([0.5, -1.0, 2.0, np.nan, 0.0])],
+                         ids=["class", "regression"])
+def test_tokenized_rows_hold_and_collate_what_the_dataset_formats(tokenizer_dir, labels):
+    texts = ["good film", "a long and dull movie with an awful ending", "fun", "", "the plot the actor"]
+    dataset = tokenize_dataset(datasets.Dataset.from_dict({"text": texts, "second": texts[::-1]}),
+                               load_tokenizer(tokenizer_dir), text_column="text", text_pair_column="second",
+                               max_seq_length=8, labels=labels)
+    for rows in (dataset, dataset.select([4, 0, 2])):  # a selection reads through datasets' index mapping
+        held = TokenizedRows(rows)
+        assert len(held) == len(rows)
+        for i, expected in enumerate(rows):
+            assert held[i].keys() == expected.keys()
+            for name, value in expected.items():
+                np.testing.assert_array_equal(held[i][name], value, err_msg=name)
+        batch, expected_batch = collate([held[i] for i in range(len(held))]), collate(list(rows))
+        for name, value in expected_batch.items():
+            assert batch[name].dtype == value.dtype and torch.equal(batch[name].nan_to_num(), value.nan_to_num()), name
 
 
 def random_lengths(count: int, seed: int = 0) -> np.ndarray:

@@ -1,16 +1,19 @@
 """bertlab's Lightning callbacks (bertlab.lit.callbacks): the Hugging Face export, weight averaging,
-the final-step validation, the finite-loss guard and the metric artefacts."""
+the final-step validation, the finite-loss guard, the metric artefacts and the per-step seeding."""
 
 from __future__ import annotations
 
+import random
+from types import SimpleNamespace
 
 import lightning as L
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
 
-from bertlab.lit.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, ValidateFinalStep
+from bertlab.lit.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, SeedEveryStep, ValidateFinalStep
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.lit import ClassificationModule
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
@@ -129,3 +132,16 @@ def test_metrics_artifacts_require_a_csv_logger(tmp_path):
     run = trainer(tmp_path, max_steps=1, logger=False, callbacks=[MetricsArtifacts()])
     with pytest.raises(ConfigError, match="CSVLogger"):
         run.fit(pretraining_module(), loader([pretraining_batch()]))
+
+
+def test_seed_every_step_makes_each_steps_draws_a_function_of_seed_and_step():
+    def draws(seed: int, step: int) -> tuple:
+        trainer = SimpleNamespace(global_rank=0, global_step=step)
+        SeedEveryStep(seed).on_train_batch_start(trainer, SimpleNamespace(device=torch.device("cpu")), None, step)
+        return random.random(), float(np.random.rand()), torch.rand(()).item()
+
+    first = draws(seed=7, step=3)
+    torch.rand(5), random.random()  # whatever ran in between
+    assert draws(seed=7, step=3) == first
+    assert all(a != b for a, b in zip(draws(seed=7, step=4), first))
+    assert all(a != b for a, b in zip(draws(seed=8, step=3), first))
