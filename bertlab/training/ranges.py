@@ -100,6 +100,7 @@ RULES: dict[str, str | tuple] = {
     "callbacks.throughput.window_size": "[2, inf)",
     "callbacks.throughput.peak_flops": POSITIVE,
     "callbacks.finite_loss.check_every_n_steps": COUNT,
+    "callbacks.artifacts.plot_every_seconds": NON_NEGATIVE,
 }
 
 # Interval keys that Lightning also reads from words: devices=auto or "0,1", a validation interval as a duration.

@@ -3,6 +3,7 @@ the final-step validation, the finite-loss guard, the metric artefacts and the p
 
 from __future__ import annotations
 
+import json
 import random
 from types import SimpleNamespace
 
@@ -15,7 +16,7 @@ from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
 
 from bertlab.lit.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, SeedEveryStep, ValidateFinalStep
 from bertlab.errors import BertlabError, ConfigError
-from bertlab.lit import ClassificationModule
+from bertlab.lit import ClassificationModule, callbacks
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, train_tokenizer
 from tests.lit.helpers import (adamw, classification_batch, loader, model_weights, pretraining_batch,
@@ -132,6 +133,19 @@ def test_metrics_artifacts_require_a_csv_logger(tmp_path):
     run = trainer(tmp_path, max_steps=1, logger=False, callbacks=[MetricsArtifacts()])
     with pytest.raises(ConfigError, match="CSVLogger"):
         run.fit(pretraining_module(), loader([pretraining_batch()]))
+
+
+@pytest.mark.parametrize(("plot_every_seconds", "drawn_at"), [(0, [9, 19, 29, 39, 39]), (3600, [9, 39])])
+def test_metrics_png_is_redrawn_at_most_every_plot_every_seconds(tmp_path, monkeypatch, plot_every_seconds,
+                                                                  drawn_at):
+    drawn = []
+    monkeypatch.setattr(callbacks, "plot_metrics", lambda frame, path: drawn.append(int(frame["step"].max())))
+    run = trainer(tmp_path, max_steps=40, log_every_n_steps=5, val_check_interval=10,
+                  callbacks=[MetricsArtifacts(plot_every_seconds=plot_every_seconds)])
+    run.fit(pretraining_module(), loader([pretraining_batch()] * 40), loader([pretraining_batch()]))
+    assert drawn == drawn_at  # the first validation's (step 9), then by the clock; the end of fit's always
+    summary = json.loads((tmp_path / "logs" / "lightning_logs" / "version_0" / "metrics.json").read_text())
+    assert summary["step"] == 39  # metrics.json at every validation and at the end
 
 
 def test_seed_every_step_makes_each_steps_draws_a_function_of_seed_and_step():
