@@ -157,7 +157,7 @@ class TokenizedRows(Dataset):
         self.lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name: (values, row offsets into them)
         for name in table.column_names:
             column = table.column(name).combine_chunks()
-            if pa.types.is_list(column.type):
+            if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
                 ends = np.cumsum(pc.list_value_length(column).to_numpy(zero_copy_only=False))
                 self.lists[name] = column.flatten().to_numpy(), np.concatenate([[0], ends])
             else:

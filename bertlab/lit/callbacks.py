@@ -84,7 +84,7 @@ class SeedEveryStep(L.Callback):
         np.random.seed(seed)
         if pl_module.device.type == "cpu":
             # torch.manual_seed also queues the seed for every accelerator torch knows and has not started
-            # (CUDA, XPU, MTIA), formatting a stack trace for each: 2 ms, a tenth of a BERT-Tiny step.
+            # (CUDA, XPU, MTIA), formatting a stack trace for each: 0.7 ms, 4% of a BERT-Tiny fine-tuning step.
             torch.default_generator.manual_seed(seed)
         else:
             torch.manual_seed(seed)
