@@ -182,10 +182,11 @@ def length_sorted_dataloader(
     dataset: datasets.Dataset, batch_size: int, *, pad_token_id: int, num_workers: int = 0
 ) -> DataLoader:
     """Batches of a `tokenize_dataset` result in length-sorted order (longest first)."""
+    rows = TokenizedRows(dataset)
     return DataLoader(
-        TokenizedRows(dataset),
+        rows,
         batch_size=batch_size,
-        sampler=length_sorted_order(column_values(dataset, "length")).tolist(),
+        sampler=length_sorted_order(rows.scalars["length"]).tolist(),
         collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
         num_workers=num_workers,
     )
@@ -197,10 +198,11 @@ def length_grouped_dataloader(
 ) -> DataLoader:
     """Training batches of a `tokenize_dataset` result: rows of similar length together, in `order`'s seeded
     order, resumable mid-epoch (bertlab.data.sampling)."""
+    rows = TokenizedRows(dataset)
     return DataLoader(
-        TokenizedRows(dataset),
+        rows,
         batch_size=batch_size,
-        sampler=order.training_sampler(column_values(dataset, "length"), batch_size, seed),
+        sampler=order.training_sampler(rows.scalars["length"], batch_size, seed),
         collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
         num_workers=num_workers,
         persistent_workers=num_workers > 0,
