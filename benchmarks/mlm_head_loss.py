@@ -1,5 +1,5 @@
 """The MLM loss on the masked positions, forward and backward, three ways: bertlab's chunked
-`linear_cross_entropy_sum` (no [rows, vocab] logits in memory; the training step's path), the logits then
+`linear_cross_entropy_sum` (cache-sized vocabulary chunks; the CPU training step's path), the logits then
 bertlab's `cross_entropy_sum`, and the logits then `F.cross_entropy` — eager and under torch.compile.
 Which is fastest differs between a CPU (cache-sized chunks) and a GPU (one large matmul).
 

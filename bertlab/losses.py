@@ -70,67 +70,84 @@ def cross_entropy_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
     return _SumCrossEntropy.apply(logits, targets)
 
 
-_VOCAB_CHUNK = 2048  # logits columns per chunk: [rows, chunk] fp32 stays in cache for a few hundred rows
+_CHUNK_BYTES = 1 << 22  # a [rows, chunk] fp32 block of ~4 MiB: the fastest of 1-16 MiB for the MLM heads on CPU
+
+
+def _vocab_chunk(rows: int) -> int:
+    """Vocabulary columns per chunk: a [rows, chunk] fp32 block of about _CHUNK_BYTES, in multiples of 64."""
+    return max(64, _CHUNK_BYTES // (4 * max(1, rows)) // 64 * 64)
 
 
 class _LinearCrossEntropySum(torch.autograd.Function):
-    """Σ_i −log softmax(hidden_i Wᵀ + b)[targets_i] without the [rows, vocab] logits in memory.
+    """Σ_i −log softmax(hidden_i Wᵀ + b)[targets_i], with every gradient computed in the forward.
 
-    The vocabulary is walked in chunks: the forward keeps one log-sum-exp per row and chunk, the
-    backward recomputes each chunk's logits (a matmul is cheaper than storing and re-reading them)
-    and turns them into that chunk's slice of every gradient: its probabilities are its own softmax
-    (torch's fused kernel, faster than exp(logits − lse) on CPU) times exp(its log-sum-exp − the row's).
-    The target terms, a gather, are handled once outside the chunks.
+    The vocabulary is walked in chunks whose [rows, chunk] logits stay in cache: each chunk's softmax
+    (torch's fused kernel) is kept with its log-sum-exp, read exactly off the softmax's maximum. Once
+    the rows' log-sum-exps are known, each chunk's probabilities are its softmax times exp(its
+    log-sum-exp − the row's) and give that chunk's slice of the weight and bias gradients and its
+    share of the hidden gradient. Keeping the probabilities (fp32 [rows, vocab], until the forward
+    returns) spares the backward recomputing the logits, a third of the head's matmuls; it only
+    scales the saved gradients. The target terms, a gather, are handled once outside the chunks.
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, dtype):
+    def forward(ctx, hidden, weight, bias, targets, dtype, needs_gradients):
         scored, targets = targets >= 0, targets.clamp(min=0)
         h, w = hidden.to(dtype), weight.to(dtype)
-        starts = range(0, w.shape[0], _VOCAB_CHUNK)
+        starts = range(0, w.shape[0], _vocab_chunk(h.shape[0]))
         chunk_lse = torch.empty(len(starts), h.shape[0], dtype=torch.float32, device=h.device)
-        for start, out in zip(starts, chunk_lse):
-            end = start + _VOCAB_CHUNK
+        probabilities = []
+        for start, lse in zip(starts, chunk_lse):
+            end = start + starts.step
             logits = torch.mm(h, w[start:end].t()).float().add_(bias[start:end])
-            _log_sum_exp(logits, out)
+            maxima = logits.amax(-1)
+            softmax = torch.softmax(logits, -1, out=logits)
+            torch.sub(maxima, softmax.amax(-1).log_(), out=lse)  # the softmax at the maximum is exp(max − lse)
+            if needs_gradients:
+                probabilities.append(softmax)
         log_sum_exp = torch.logsumexp(chunk_lse, dim=0)
         target_logits = (h * w[targets]).float().sum(-1) + bias[targets]
-        ctx.save_for_backward(h, w, bias, targets, log_sum_exp, chunk_lse, scored)
-        ctx.dtypes = hidden.dtype, weight.dtype
+        if needs_gradients:
+            shares = (chunk_lse - log_sum_exp).exp_()  # each chunk's share of its row's exp sum
+            gradients = _gradients(h, w, targets, scored, zip(starts, probabilities, shares))
+            ctx.save_for_backward(*(g.to(t.dtype) for g, t in zip(gradients, (hidden, weight, bias))))
         return torch.where(scored, log_sum_exp - target_logits, 0.0).sum()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output):
-        h, w, bias, targets, log_sum_exp, chunk_lse, scored = ctx.saved_tensors
-        hidden_dtype, weight_dtype = ctx.dtypes
-        grad_hidden = torch.zeros(h.shape, dtype=torch.float32, device=h.device)
-        grad_weight = torch.empty(w.shape, dtype=weight_dtype, device=w.device)
-        grad_bias = torch.empty(bias.shape, dtype=torch.float32, device=bias.device)
-        row_scale = (grad_output.float() * scored)[:, None]
-        chunk_scale = (chunk_lse - log_sum_exp).exp_().mul_(row_scale[:, 0])
-        for start, scale in zip(range(0, w.shape[0], _VOCAB_CHUNK), chunk_scale):
-            end = start + _VOCAB_CHUNK
-            logits = torch.mm(h, w[start:end].t()).float().add_(bias[start:end])
-            softmax = torch.softmax(logits, dim=-1).mul_(scale[:, None])
-            torch.sum(softmax, dim=0, out=grad_bias[start:end])
-            softmax = softmax.to(h.dtype)
-            grad_weight[start:end] = torch.mm(softmax.t(), h)
-            grad_hidden += torch.mm(softmax, w[start:end])
-        # The −one-hot part of softmax − one-hot, row by row.
-        grad_hidden -= row_scale * w[targets].float()
-        grad_weight.index_add_(0, targets, (-row_scale * h.float()).to(weight_dtype))
-        grad_bias.index_add_(0, targets, -row_scale[:, 0])
-        return grad_hidden.to(hidden_dtype), grad_weight, grad_bias.to(bias.dtype), None, None
+        grad_hidden, grad_weight, grad_bias = (gradient * grad_output for gradient in ctx.saved_tensors)
+        return grad_hidden, grad_weight, grad_bias, None, None, None
+
+
+def _gradients(h, w, targets, scored, chunks):
+    """fp32 gradients of the loss for hidden, weight and bias: softmax − one-hot, the softmax from
+    `chunks` (start column, the chunk's softmax, its share of the row's exp sum), the one-hot row by row."""
+    row_scale = scored.float()[:, None]
+    grad_hidden = torch.zeros(h.shape, dtype=torch.float32, device=h.device)
+    grad_weight = torch.empty(w.shape, dtype=torch.float32, device=w.device)
+    grad_bias = torch.empty(w.shape[0], dtype=torch.float32, device=w.device)
+    for start, softmax, share in chunks:
+        end = start + softmax.shape[1]
+        probabilities = softmax.mul_((share * row_scale[:, 0])[:, None])
+        torch.sum(probabilities, dim=0, out=grad_bias[start:end])
+        probabilities = probabilities.to(h.dtype)
+        grad_weight[start:end] = torch.mm(probabilities.t(), h)
+        grad_hidden += torch.mm(probabilities, w[start:end])
+    grad_hidden -= row_scale * w[targets].float()
+    grad_weight.index_add_(0, targets, -row_scale * h.float())
+    grad_bias.index_add_(0, targets, -row_scale[:, 0])
+    return grad_hidden, grad_weight, grad_bias
 
 
 def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                              targets: torch.Tensor) -> torch.Tensor:
     """`cross_entropy_sum(F.linear(hidden, weight, bias), targets)` for a vocabulary-sized `weight`
-    [C, H], computed chunk by chunk so that the [N, C] logits never exist; rows with a negative
-    target count zero, as there. Under autocast the matmuls run in its dtype, as F.linear's would;
-    the result is the same up to rounding order."""
+    [C, H], computed in cache-sized vocabulary chunks; rows with a negative target count zero, as
+    there. Under autocast the matmuls run in its dtype, as F.linear's would; the result is the same
+    up to rounding order."""
     device = hidden.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
+    needs_gradients = torch.is_grad_enabled() and any(t.requires_grad for t in (hidden, weight, bias))
     with torch.autocast(device, enabled=False):
-        return _LinearCrossEntropySum.apply(hidden, weight, bias, targets, dtype)
+        return _LinearCrossEntropySum.apply(hidden, weight, bias, targets, dtype, needs_gradients)

@@ -79,9 +79,14 @@ def test_rows_with_a_negative_target_add_no_loss_and_get_no_gradient(rows_and_ta
     assert not grad[~scored].any()
 
 
+@pytest.fixture(autouse=True)
+def chunks_of_2048_columns_for_40_rows(monkeypatch):
+    monkeypatch.setattr(losses, "_CHUNK_BYTES", 4 * 40 * 2048)
+
+
 def linear_head(vocab: int = 5000, rows: int = 40, hidden: int = 24):
     """A decoder whose vocabulary spans three chunks, the last one short, with repeated targets."""
-    assert 2 * losses._VOCAB_CHUNK < vocab < 3 * losses._VOCAB_CHUNK
+    assert 2 * losses._vocab_chunk(rows) < vocab < 3 * losses._vocab_chunk(rows)
     generator = torch.Generator().manual_seed(0)
     tensors = (torch.randn(rows, hidden, generator=generator), torch.randn(vocab, hidden, generator=generator) / 2,
                torch.randn(vocab, generator=generator))
@@ -134,3 +139,12 @@ def test_linear_cross_entropy_rows_with_a_negative_target_add_no_loss_and_get_no
     assert not grad_hidden[~scored].any()
     torch.testing.assert_close(grad_weight, expected[2])
     torch.testing.assert_close(grad_bias, expected[3])
+
+
+def test_linear_cross_entropy_without_gradients_gives_the_same_loss():
+    tensors, targets = linear_head()
+    with_gradients = loss_and_gradients(linear_cross_entropy_sum, tensors, targets, autocast=False)[0]
+    with torch.no_grad():
+        loss = linear_cross_entropy_sum(*(tensor.requires_grad_() for tensor in tensors), targets) / 7
+    assert loss.grad_fn is None
+    torch.testing.assert_close(loss, with_gradients)
