@@ -79,7 +79,7 @@ def _vocab_chunk(rows: int) -> int:
 
 
 class _LinearCrossEntropySum(torch.autograd.Function):
-    """Σ_i −log softmax(hidden_i Wᵀ + b)[targets_i], with every gradient computed in the forward.
+    """Σ_i −log softmax(hidden_i Wᵀ + b)[targets_i]; when gradients are wanted, all three come from the forward.
 
     The vocabulary is walked in chunks whose [rows, chunk] logits stay in cache: each chunk's softmax
     (torch's fused kernel) is kept with its log-sum-exp, read exactly off the softmax's maximum. Once
