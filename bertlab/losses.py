@@ -71,23 +71,25 @@ def cross_entropy_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tens
 
 
 _CHUNK_BYTES = 1 << 22  # a [rows, chunk] fp32 block of ~4 MiB: the fastest of 1-16 MiB for the MLM heads on CPU
+_GROUP_BYTES = 1 << 28  # fp32 probabilities held at once; more rows than that are taken in groups
 
 
 def _vocab_chunk(rows: int) -> int:
-    """Vocabulary columns per chunk: a [rows, chunk] fp32 block of about _CHUNK_BYTES, in multiples of 64."""
-    return max(64, _CHUNK_BYTES // (4 * max(1, rows)) // 64 * 64)
+    """Vocabulary columns per chunk, a multiple of 64: a block of _CHUNK_BYTES at `rows` rounded up to a
+    multiple of 256, so that torch.compile meets few distinct chunk sizes as the number of rows varies."""
+    return max(64, _CHUNK_BYTES // (4 * 256 * -(-max(1, rows) // 256)) // 64 * 64)
 
 
 class _LinearCrossEntropySum(torch.autograd.Function):
     """Σ_i −log softmax(hidden_i Wᵀ + b)[targets_i]; when gradients are wanted, all three come from the forward.
 
     The vocabulary is walked in chunks whose [rows, chunk] logits stay in cache: each chunk's softmax
-    (torch's fused kernel) is kept with its log-sum-exp, read exactly off the softmax's maximum. Once
+    (torch's fused kernel) is kept with its log-sum-exp, read off the softmax's maximum. Once
     the rows' log-sum-exps are known, each chunk's probabilities are its softmax times exp(its
     log-sum-exp − the row's) and give that chunk's slice of the weight and bias gradients and its
     share of the hidden gradient. Keeping the probabilities (fp32 [rows, vocab], until the forward
-    returns) spares the backward recomputing the logits, a third of the head's matmuls; it only
-    scales the saved gradients. The target terms, a gather, are handled once outside the chunks.
+    returns) spares the backward recomputing the logits, one of the four vocabulary-wide matmuls;
+    it only scales the saved gradients. The target terms, a gather, are handled once outside the chunks.
     """
 
     @staticmethod
@@ -145,9 +147,12 @@ def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, bias: t
     """`cross_entropy_sum(F.linear(hidden, weight, bias), targets)` for a vocabulary-sized `weight`
     [C, H], computed in cache-sized vocabulary chunks; rows with a negative target count zero, as
     there. Under autocast the matmuls run in its dtype, as F.linear's would; the result is the same
-    up to rounding order."""
+    up to rounding order. Rows are taken in groups whose probabilities fit in _GROUP_BYTES."""
     device = hidden.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     needs_gradients = torch.is_grad_enabled() and any(t.requires_grad for t in (hidden, weight, bias))
+    rows_per_group = max(1, _GROUP_BYTES // (4 * weight.shape[0]))
     with torch.autocast(device, enabled=False):
-        return _LinearCrossEntropySum.apply(hidden, weight, bias, targets, dtype, needs_gradients)
+        losses = [_LinearCrossEntropySum.apply(rows, weight, bias, row_targets, dtype, needs_gradients)
+                  for rows, row_targets in zip(hidden.split(rows_per_group), targets.split(rows_per_group))]
+    return losses[0] if len(losses) == 1 else torch.stack(losses).sum()

@@ -490,8 +490,8 @@ def predicted_positions(labels: torch.Tensor, per_row: int | None = None) -> tor
 def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
               predictions_per_row: int | None = None, positions: torch.Tensor | None = None):
     """Full logits without labels; with labels, logits (and loss) only at the labelled positions.
-    `return_logits=False` (with labels) computes the loss without materialising the logits at all on CPU:
-    the fast path of a training step, which needs only the loss.
+    `return_logits=False` (with labels) computes the loss without returning the logits, on CPU in
+    cache-sized vocabulary chunks: the fast path of a training step, which needs only the loss.
 
     The head reads `predicted_positions` ([B, P]): `sequence_output` is already at them when
     `positions` are given (the encoder's last layer ran only there), else it is gathered. Without
