@@ -14,6 +14,8 @@ shaped batches carry such filler rows, which cannot be selected out without a da
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -77,7 +79,8 @@ _GROUP_BYTES = 1 << 28  # fp32 probabilities held at once; more rows than that a
 def _vocab_chunk(rows: int) -> int:
     """Vocabulary columns per chunk, a multiple of 64: a block of _CHUNK_BYTES at `rows` rounded up to a
     multiple of 256, so that torch.compile meets few distinct chunk sizes as the number of rows varies."""
-    return max(64, _CHUNK_BYTES // (4 * 256 * -(-max(1, rows) // 256)) // 64 * 64)
+    padded_rows = 256 * math.ceil(max(1, rows) / 256)
+    return max(64, _CHUNK_BYTES // (4 * padded_rows) // 64 * 64)
 
 
 class _LinearCrossEntropySum(torch.autograd.Function):
