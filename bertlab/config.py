@@ -12,7 +12,11 @@ from typing import Any
 from bertlab.errors import CheckpointError, ConfigError
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
-POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query")
+POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query", "rotary", "none")
+RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # Shaw et al.'s distance tables
+NORM_POSITIONS = ("post", "pre")
+NORM_TYPES = ("layer_norm", "rms_norm")
+CLASSIFIER_POOLINGS = ("pooler", "cls", "mean")
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
@@ -63,6 +67,23 @@ class BertConfig:
     attn_implementation: str = "sdpa"
     fused_qkv: bool = True
     low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
+    # Designs after 2018's BERT (docs/variants.md); each default is BERT's.
+    rope_theta: float = 10000.0  # rotary positions: the base frequency (of the global layers)
+    local_rope_theta: float | None = None  # rotary positions of the local layers; null: rope_theta
+    norm_position: str = "post"  # post (BERT) | pre (a norm before each block, a final norm after the last)
+    first_attention_norm: bool = True  # pre-norm: false drops layer 0's norm before attention (ModernBERT)
+    norm_type: str = "layer_norm"  # layer_norm | rms_norm
+    embedding_norm: bool = True  # a norm after the embeddings
+    gated_ffn: bool = False  # the feed-forward's first matmul gives input and gate: act(x) * gate (GeGLU, SwiGLU)
+    attention_bias: bool = True  # biases of query, key, value and the attention's output projection
+    ffn_bias: bool = True  # biases of the feed-forward's two matmuls
+    norm_bias: bool = True  # the norms' additive bias
+    head_bias: bool = True  # the dense layer of the MLM head (and of a cls/mean classifier head)
+    decoder_bias: bool = True  # the MLM decoder's per-token bias
+    head_act: str | None = None  # the MLM head's (and a cls/mean classifier head's) activation; null: hidden_act
+    local_attention_window: int = 0  # tokens a local layer attends (window // 2 each side); 0: every layer global
+    global_attention_every_n_layers: int = 1  # with a window: layer i is global when i % N == 0
+    classifier_pooling: str = "pooler"  # pooler (BERT's dense + tanh on [CLS]) | cls | mean (dense, act, norm)
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +107,8 @@ class BertConfig:
     def validate(self) -> None:
         for name, limit in SIZE_LIMITS.items():
             value = getattr(self, name)
+            if name == "type_vocab_size" and value == 0:
+                continue  # no token-type embeddings
             if not (_is_integer(value) and value > 0):
                 raise ConfigError(f"model config: {name} must be a positive integer, got {value!r}")
             if value > limit:
@@ -123,24 +146,81 @@ class BertConfig:
         if not (_is_integer(self.pad_token_id) and 0 <= self.pad_token_id < self.vocab_size):
             raise ConfigError(f"model config: pad_token_id ({self.pad_token_id}) must be in "
                               f"[0, vocab_size={self.vocab_size})")
+        self._validate_variant()
         needed, available = 4 * self.parameter_count(), _memory_bytes()
         if needed > available:
             raise ConfigError(f"model config: its {self.parameter_count():,} parameters need {needed / 2**30:.1f} GiB "
                               f"in float32, more than this machine's {available / 2**30:.1f} GiB of memory")
 
+    def _validate_variant(self) -> None:
+        """The post-2018 knobs: each value, and the combinations that cannot work."""
+        for name, allowed in (("norm_position", NORM_POSITIONS), ("norm_type", NORM_TYPES),
+                              ("classifier_pooling", CLASSIFIER_POOLINGS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"model config: unknown {name} {getattr(self, name)!r}; "
+                                  f"expected one of {', '.join(allowed)}")
+        if self.head_act is not None and self.head_act not in ACTIVATIONS:
+            raise ConfigError(f"model config: unknown head_act {self.head_act!r}; expected one of "
+                              f"{', '.join(ACTIVATIONS)} (or null for hidden_act)")
+        for name in ("rope_theta", "local_rope_theta"):
+            value = getattr(self, name)
+            if value is not None and not (_is_number(value) and value > 0):
+                raise ConfigError(f"model config: {name} must be positive, got {value!r}")
+        for name in ("local_attention_window", "global_attention_every_n_layers"):
+            value = getattr(self, name)
+            if not (_is_integer(value) and value >= (0 if name == "local_attention_window" else 1)):
+                raise ConfigError(f"model config: {name} must be an integer >= "
+                                  f"{0 if name == 'local_attention_window' else 1}, got {value!r}")
+        rotary = self.position_embedding_type == "rotary"
+        if rotary and self.head_size % 2:
+            raise ConfigError(f"model config: position_embedding_type 'rotary' needs an even head size, got "
+                              f"hidden_size / num_attention_heads = {self.head_size}")
+        if self.local_rope_theta is not None and not (rotary and self.has_local_layers):
+            raise ConfigError("model config: local_rope_theta applies to rotary local layers; it needs "
+                              "position_embedding_type 'rotary', local_attention_window > 0 and "
+                              "global_attention_every_n_layers > 1")
+        if (self.local_attention_window > 0) != (self.global_attention_every_n_layers > 1):
+            raise ConfigError(f"model config: local_attention_window ({self.local_attention_window}) and "
+                              f"global_attention_every_n_layers ({self.global_attention_every_n_layers}) go "
+                              f"together: a window > 0 with N > 1 makes local layers, 0 with 1 none")
+        if not self.first_attention_norm and self.norm_position != "pre":
+            raise ConfigError("model config: first_attention_norm: false needs norm_position 'pre' "
+                              "(post-norm has no norm before attention)")
+        if self.norm_type == "rms_norm" and self.norm_bias:
+            raise ConfigError("model config: norm_type 'rms_norm' has no bias; set norm_bias: false")
+
+    @property
+    def has_local_layers(self) -> bool:
+        return self.local_attention_window > 0 and self.global_attention_every_n_layers > 1
+
+    def is_local_layer(self, index: int) -> bool:
+        """ModernBERT's pattern: layer 0 and every N-th after it are global, the others local."""
+        return self.has_local_layers and index % self.global_attention_every_n_layers != 0
+
+    @property
+    def relative_positions(self) -> bool:
+        return self.position_embedding_type in RELATIVE_POSITION_TYPES
+
     def parameter_count(self) -> int:
         """The parameters of BertForPreTraining with this config (the largest model class), for a
         memory estimate before anything is allocated."""
         h, i = self.hidden_size, self.intermediate_size
-        absolute = self.position_embedding_type == "absolute"
-        positions = self.max_position_embeddings if absolute else 0  # relative models have no absolute table
-        embeddings = (self.vocab_size + positions + self.type_vocab_size + 2) * h
-        layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
-        relative = 0 if absolute else (2 * self.max_position_embeddings - 1) * self.head_size
+        norm = h * (1 + self.norm_bias)
+        positions = self.max_position_embeddings if self.position_embedding_type == "absolute" else 0
+        embeddings = (self.vocab_size + positions + self.type_vocab_size) * h + norm * self.embedding_norm
+        attention = 4 * h * h + 4 * h * self.attention_bias
+        ffn = (1 + self.gated_ffn) * i * h + h * i + ((1 + self.gated_ffn) * i + h) * self.ffn_bias
+        layer = attention + ffn + 2 * norm
+        relative = (2 * self.max_position_embeddings - 1) * self.head_size if self.relative_positions else 0
+        unnormed = 0 if self.first_attention_norm else norm  # layer 0 without its attention norm
+        final = norm if self.norm_position == "pre" else 0
         # A pruned head takes its query, key and value rows (weights and biases) and its output.dense columns.
-        pruned = sum(map(len, self.pruned_heads.values())) * (4 * h + 3) * self.head_size
-        heads = h * h + h + (h * h + 3 * h + self.vocab_size) + 2 * h + 2
-        return embeddings + self.num_hidden_layers * (layer + relative) - pruned + heads
+        pruned = sum(map(len, self.pruned_heads.values())) * (4 * h + 3 * self.attention_bias) * self.head_size
+        head = h * h + h * self.head_bias + norm + self.vocab_size * self.decoder_bias
+        pooler = h * h + h if self.classifier_pooling == "pooler" else h * h + h * self.head_bias + norm
+        nsp = 2 * h + 2
+        return embeddings + self.num_hidden_layers * (layer + relative) - unnormed + final - pruned + head \
+            + pooler + nsp
 
     @property
     def head_size(self) -> int:

@@ -141,14 +141,14 @@ def check_position_type(config: BertConfig, keys: set[str], source: Path) -> Non
     find them: either way the checkpoint was trained differently, and loading would be silently wrong."""
     has_distance = any(".distance_embedding." in key for key in keys)
     has_encoder = any(".encoder.layer." in f".{key}" for key in keys)
-    relative = config.position_embedding_type != "absolute"
+    relative = config.relative_positions
     if has_encoder and relative and not has_distance:
         raise CheckpointError(
             f"{source}: config.json says position_embedding_type={config.position_embedding_type!r} "
             f"but the weights have no distance_embedding tables; they were trained with absolute positions")
     if relative is False and has_distance:
         raise CheckpointError(
-            f"{source}: config.json says position_embedding_type='absolute' but the weights contain "
+            f"{source}: config.json says position_embedding_type={config.position_embedding_type!r} but the weights contain "
             f"relative distance_embedding tables; set position_embedding_type to relative_key or "
             f"relative_key_query in config.json")
 

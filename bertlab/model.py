@@ -67,6 +67,13 @@ class LogitsOutput:
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+def _in_autocast_dtype(normalised: torch.Tensor, hidden_states: torch.Tensor, low_precision: bool) -> torch.Tensor:
+    device = hidden_states.device.type
+    if low_precision and torch.is_autocast_enabled(device):
+        return normalised.to(torch.get_autocast_dtype(device))
+    return normalised
+
+
 class BertLayerNorm(nn.LayerNorm):
     """LayerNorm that, with `config.low_precision_residual` and under autocast, returns autocast's dtype.
 
@@ -77,15 +84,32 @@ class BertLayerNorm(nn.LayerNorm):
     """
 
     def __init__(self, config: BertConfig):
+        super().__init__(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        self.low_precision_output = config.low_precision_residual
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return _in_autocast_dtype(super().forward(hidden_states), hidden_states, self.low_precision_output)
+
+
+class BertRMSNorm(nn.RMSNorm):
+    """RMSNorm (Zhang & Sennrich, 2019): scales by the root mean square, without centring or a bias; the
+    autocast dtype as BertLayerNorm."""
+
+    def __init__(self, config: BertConfig):
         super().__init__(config.hidden_size, eps=config.layer_norm_eps)
         self.low_precision_output = config.low_precision_residual
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        normalised = super().forward(hidden_states)
-        device = hidden_states.device.type
-        if self.low_precision_output and torch.is_autocast_enabled(device):
-            return normalised.to(torch.get_autocast_dtype(device))
-        return normalised
+        return _in_autocast_dtype(super().forward(hidden_states), hidden_states, self.low_precision_output)
+
+
+def norm_layer(config: BertConfig) -> nn.Module:
+    return BertRMSNorm(config) if config.norm_type == "rms_norm" else BertLayerNorm(config)
+
+
+def _pre_norm(config: BertConfig, present: bool = True) -> nn.Module | None:
+    """The norm before a pre-norm block; None in post-norm models (and where `present` is false)."""
+    return norm_layer(config) if config.norm_position == "pre" and present else None
 
 
 class BertEmbeddings(nn.Module):
@@ -97,12 +121,15 @@ class BertEmbeddings(nn.Module):
         # only hold dead parameters (and break DDP's unused-parameter check).
         if config.position_embedding_type == "absolute":
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = BertLayerNorm(config)
+        if config.type_vocab_size:  # 0: token types are not embedded (and ignored when given)
+            self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = norm_layer(config) if config.embedding_norm else nn.Identity()
         self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids, position_ids):
-        embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        embeddings = self.word_embeddings(input_ids)
+        if hasattr(self, "token_type_embeddings"):
+            embeddings = embeddings + self.token_type_embeddings(token_type_ids)
         if hasattr(self, "position_embeddings"):
             embeddings = embeddings + self.position_embeddings(position_ids)
         return self.dropout(self.LayerNorm(embeddings))
@@ -116,8 +143,42 @@ def gather_positions(hidden_states: torch.Tensor, positions: torch.Tensor) -> to
 def fused_linear(hidden_states: torch.Tensor, *linears: nn.Linear) -> tuple[torch.Tensor, ...]:
     """The linears' outputs from one matmul; the parameters stay separate so checkpoints keep HF's names."""
     weight = torch.cat([linear.weight for linear in linears])
-    bias = torch.cat([linear.bias for linear in linears])
+    bias = None if linears[0].bias is None else torch.cat([linear.bias for linear in linears])
     return F.linear(hidden_states, weight, bias).chunk(len(linears), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoFormer's rotary positions (Su et al., 2021) in the rotate-half layout of GPT-NeoX and ModernBERT:
+    each pair (x_i, x_{i+d/2}) of a query or key turns by the angle position · theta^(-2i/d). The
+    frequencies are computed in fp32 at every call (d/2 numbers), never kept in a buffer that a
+    `model.to(bfloat16)` would round."""
+
+    def __init__(self, head_size: int, theta: float):
+        super().__init__()
+        self.head_size, self.theta = head_size, theta
+
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """[B or 1, L] positions → cos and sin, [B or 1, 1, L, head_size] in `dtype`."""
+        exponents = torch.arange(0, self.head_size, 2, dtype=torch.int64, device=positions.device).float()
+        frequencies = 1.0 / self.theta ** (exponents / self.head_size)
+        angles = positions[..., None].float() * frequencies
+        angles = torch.cat((angles, angles), dim=-1)[:, None]
+        return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    first, second = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-second, first), dim=-1) * sin
+
+
+def query_rows(tensor: torch.Tensor, query_positions: torch.Tensor | None) -> torch.Tensor:
+    """[B or 1, 1, L, X] per-query rows (a local layer's bias, rotary angles) at the [B, P] query
+    positions: [B, 1, P, X]. Broadcast rows ([.., 1, X]) and None pass unchanged."""
+    if query_positions is None or tensor is None or tensor.shape[-2] == 1:
+        return tensor
+    batch, count = query_positions.shape
+    index = query_positions[:, None, :, None].expand(batch, 1, count, tensor.shape[-1])
+    return tensor.expand(batch, -1, -1, -1).gather(2, index)
 
 
 class BertSelfAttention(nn.Module):
@@ -127,7 +188,7 @@ class BertSelfAttention(nn.Module):
     relative types also run through scaled_dot_product_attention.
     """
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, layer_index: int = 0):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.head_size = config.head_size
@@ -135,11 +196,14 @@ class BertSelfAttention(nn.Module):
         self.max_positions = config.max_position_embeddings
         self.dropout_prob = config.attention_probs_dropout_prob
         self.fused_qkv = config.fused_qkv
-        self.query = nn.Linear(config.hidden_size, config.hidden_size)
-        self.key = nn.Linear(config.hidden_size, config.hidden_size)
-        self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        if self.position_embedding_type != "absolute":
+        self.query = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+        if config.relative_positions:
             self.distance_embedding = nn.Embedding(2 * config.max_position_embeddings - 1, self.head_size)
+        if self.position_embedding_type == "rotary":
+            local = config.is_local_layer(layer_index) and config.local_rope_theta is not None
+            self.rotary = RotaryEmbedding(self.head_size, config.local_rope_theta if local else config.rope_theta)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, _ = x.shape
@@ -151,6 +215,10 @@ class BertSelfAttention(nn.Module):
         if query_states is hidden_states:
             return fused_linear(hidden_states, self.query, self.key, self.value)
         return self.query(query_states), *fused_linear(hidden_states, self.key, self.value)
+
+    @property
+    def relative_positions_used(self) -> bool:
+        return hasattr(self, "distance_embedding")
 
     def _relative_position_bias(self, query, key, query_positions):
         key_positions = torch.arange(key.shape[2], device=query.device)
@@ -165,14 +233,19 @@ class BertSelfAttention(nn.Module):
         return bias / math.sqrt(self.head_size)
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
-                query_positions=None, query_states=None):
+                query_positions=None, query_states=None, position_ids=None):
         """`query_positions` ([B, P]): queries, and so outputs, only at these positions, whose states the
-        caller gathered as `query_states` ([B, P, H]); keys and values everywhere."""
+        caller gathered as `query_states` ([B, P, H]); keys and values everywhere. `position_ids`
+        ([B or 1, L]) place the rotary keys (and queries)."""
         if query_positions is None:
             query_states = hidden_states
         query, key, value = (self._split_heads(t) for t in self._project(hidden_states, query_states))
-        bias = attention_bias
-        if self.position_embedding_type != "absolute":
+        if self.position_embedding_type == "rotary":
+            cos, sin = self.rotary(position_ids, query.dtype)
+            key = rotate(key, cos, sin)
+            query = rotate(query, query_rows(cos, query_positions), query_rows(sin, query_positions))
+        bias = query_rows(attention_bias, query_positions)
+        if self.relative_positions_used:
             relative = self._relative_position_bias(query, key, query_positions)
             bias = relative if bias is None else relative + bias
         dropout_p = self.dropout_prob if self.training else 0.0
@@ -200,10 +273,12 @@ class BertSelfAttention(nn.Module):
 class BertSelfOutput(nn.Module):
     """dense → dropout → residual → LayerNorm (post-LN), after attention."""
 
-    def __init__(self, config: BertConfig, in_features: int | None = None):
+    def __init__(self, config: BertConfig, in_features: int | None = None, bias: bool | None = None):
         super().__init__()
-        self.dense = nn.Linear(in_features or config.hidden_size, config.hidden_size)
-        self.LayerNorm = BertLayerNorm(config)
+        bias = config.attention_bias if bias is None else bias
+        self.dense = nn.Linear(in_features or config.hidden_size, config.hidden_size, bias=bias)
+        # Pre-norm: the residual sum stays unnormalised (the next block's input norm reads it).
+        self.LayerNorm = norm_layer(config) if config.norm_position == "post" else nn.Identity()
         self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states, residual):
@@ -214,15 +289,16 @@ def prune_linear_layer(layer: nn.Linear, index: torch.Tensor, dim: int = 0) -> N
     """Keeps only the output rows (dim=0) or input columns (dim=1) `index` of `layer`, in place."""
     index = index.to(layer.weight.device)
     layer.weight = nn.Parameter(layer.weight.detach().index_select(dim, index), layer.weight.requires_grad)
-    if dim == 0:
+    if dim == 0 and layer.bias is not None:
         layer.bias = nn.Parameter(layer.bias.detach()[index], layer.bias.requires_grad)
     layer.out_features, layer.in_features = layer.weight.shape
 
 
 class BertAttention(nn.Module):
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, layer_index: int = 0):
         super().__init__()
-        self.self = BertSelfAttention(config)
+        self.input_norm = _pre_norm(config, present=layer_index > 0 or config.first_attention_norm)
+        self.self = BertSelfAttention(config, layer_index)
         self.output = BertSelfOutput(config)
         self.pruned_heads: set[int] = set()
 
@@ -243,21 +319,35 @@ class BertAttention(nn.Module):
         self.pruned_heads |= set(remaining) & set(heads)
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
-                query_positions=None):
+                query_positions=None, position_ids=None):
         # Gathered once for the queries and the residual: each gather's gradient is a [B, L, H] scatter.
         query_states = hidden_states if query_positions is None else gather_positions(hidden_states, query_positions)
-        context, probs = self.self(hidden_states, attention_bias, head_mask, output_attentions, eager, query_positions,
-                                   query_states)
+        inputs, query_inputs = hidden_states, query_states
+        if self.input_norm is not None:  # pre-norm: attention reads normalised states, the residual does not
+            inputs = self.input_norm(hidden_states)
+            query_inputs = inputs if query_positions is None else self.input_norm(query_states)
+        context, probs = self.self(inputs, attention_bias, head_mask, output_attentions, eager, query_positions,
+                                   query_inputs, position_ids)
         return self.output(context, query_states), probs
 
 
 class BertIntermediate(nn.Module):
+    """dense → activation; gated (Shazeer, 2020: GeGLU with gelu, SwiGLU with silu): one dense gives the
+    input and the gate, activation(input) * gate, as ModernBERT's Wi."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.input_norm = _pre_norm(config)
+        self.gated = config.gated_ffn
+        self.dense = nn.Linear(config.hidden_size, (1 + self.gated) * config.intermediate_size, bias=config.ffn_bias)
         self.activation = ACTIVATIONS[config.hidden_act]()
 
     def forward(self, hidden_states):
+        if self.input_norm is not None:
+            hidden_states = self.input_norm(hidden_states)
+        if self.gated:
+            inputs, gate = self.dense(hidden_states).chunk(2, dim=-1)
+            return self.activation(inputs) * gate
         return self.activation(self.dense(hidden_states))
 
 
@@ -265,38 +355,45 @@ class BertOutput(BertSelfOutput):
     """The same after the feed-forward network: intermediate_size → hidden_size."""
 
     def __init__(self, config: BertConfig):
-        super().__init__(config, config.intermediate_size)
+        super().__init__(config, config.intermediate_size, config.ffn_bias)
 
 
 class BertLayer(nn.Module):
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, layer_index: int = 0):
         super().__init__()
-        self.attention = BertAttention(config)
+        self.attention = BertAttention(config, layer_index)
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False, eager=False,
-                query_positions=None):
+                query_positions=None, position_ids=None):
         attended, probs = self.attention(hidden_states, attention_bias, head_mask, output_attentions, eager,
-                                         query_positions)
+                                         query_positions, position_ids)
         return self.output(self.intermediate(attended), attended), probs
 
 
 class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        self.layer = nn.ModuleList(BertLayer(config, index) for index in range(config.num_hidden_layers))
+        self.local_layers = [config.is_local_layer(index) for index in range(config.num_hidden_layers)]
+        if config.norm_position == "pre":
+            self.final_norm = norm_layer(config)
         self.gradient_checkpointing = config.gradient_checkpointing
 
     def forward(self, hidden_states, attention_bias, head_mask=None, output_attentions=False,
-                output_hidden_states=False, eager=False, output_positions=None):
+                output_hidden_states=False, eager=False, output_positions=None, local_attention_bias=None,
+                position_ids=None):
         """`output_positions` ([B, P]): the last layer computes only these positions (its keys and values
-        still come from every position), and the output is [B, P, H]."""
+        still come from every position), and the output is [B, P, H]. Local layers read
+        `local_attention_bias` (the sliding window's), the others `attention_bias`. With pre-norm the
+        last of `all_hidden` is the last layer's output before the final norm (as in ModernBERT)."""
         all_hidden = (hidden_states,) if output_hidden_states else None
         all_probs = () if output_attentions else None
         for index, layer in enumerate(self.layer):
-            inputs = (hidden_states, attention_bias, None if head_mask is None else head_mask[index], output_attentions,
-                      eager, output_positions if index == len(self.layer) - 1 else None)
+            bias = local_attention_bias if self.local_layers[index] else attention_bias
+            inputs = (hidden_states, bias, None if head_mask is None else head_mask[index], output_attentions,
+                      eager, output_positions if index == len(self.layer) - 1 else None, position_ids)
             if self.gradient_checkpointing and self.training and torch.is_grad_enabled():
                 hidden_states, probs = checkpoint(layer, *inputs, use_reentrant=False)
             else:
@@ -305,6 +402,8 @@ class BertEncoder(nn.Module):
                 all_hidden += (hidden_states,)
             if output_attentions:
                 all_probs += (probs,)
+        if hasattr(self, "final_norm"):
+            hidden_states = self.final_norm(hidden_states)
         return hidden_states, all_hidden, all_probs
 
 
@@ -313,7 +412,7 @@ class BertPooler(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
 
-    def forward(self, hidden_states):
+    def forward(self, hidden_states, attention_mask=None):
         return torch.tanh(self.dense(hidden_states[:, 0]))
 
 
@@ -335,9 +434,10 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
             if module.padding_idx is not None:
                 with torch.no_grad():
                     module.weight[module.padding_idx].zero_()
-        elif isinstance(module, nn.LayerNorm):
+        elif isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
             nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
 
     def post_init(self, *new_modules: nn.Module) -> None:
         """Initialises the whole model, or only `new_modules`: a head on a BertModel that has
@@ -385,7 +485,8 @@ class BertModel(BertPreTrainedModel):
         super().__init__(config)
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
-        self.pooler = BertPooler(config) if add_pooling_layer else None
+        pooler = BertPooler if config.classifier_pooling == "pooler" else BertHeadPooler
+        self.pooler = pooler(config) if add_pooling_layer else None
         self.post_init()
         # As transformers' post_init: a model is built pruned, so a pruned checkpoint's weights fit.
         self.prune_heads(config.pruned_heads)
@@ -405,6 +506,14 @@ class BertModel(BertPreTrainedModel):
             return None
         bias = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
         return bias
+
+    def _local_attention_bias(self, bias: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+        """The global bias ([B, 1, 1, L] or None) with the keys more than window // 2 positions from each
+        query masked out too: [B or 1, 1, L, L], ModernBERT's sliding_window_mask."""
+        positions = torch.arange(like.shape[1], device=like.device)
+        outside = (positions[:, None] - positions[None, :]).abs() > self.config.local_attention_window // 2
+        inside = torch.zeros((), dtype=like.dtype, device=like.device) if bias is None else bias
+        return torch.where(outside, torch.finfo(like.dtype).min, inside).reshape(-1, 1, *outside.shape)
 
     def _head_mask(self, head_mask: torch.Tensor | None, like: torch.Tensor):
         """transformers' get_head_mask: [heads] (for every layer) or [layers, heads] → [layers, heads, 1, 1]
@@ -434,23 +543,44 @@ class BertModel(BertPreTrainedModel):
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]
         hidden_states = self.embeddings(input_ids, token_type_ids, position_ids)
         bias = self._attention_bias(attention_mask, hidden_states.dtype)
+        local_bias = self._local_attention_bias(bias, hidden_states) if self.config.has_local_layers else None
         head_mask = self._head_mask(head_mask, hidden_states)
         eager = self.config.attn_implementation == "eager"
         sequence_output, all_hidden, all_probs = self.encoder(
-            hidden_states, bias, head_mask, output_attentions, output_hidden_states, eager, output_positions)
-        pooled = self.pooler(sequence_output) if self.pooler is not None else None
+            hidden_states, bias, head_mask, output_attentions, output_hidden_states, eager, output_positions,
+            local_bias, position_ids)
+        pooled = self.pooler(sequence_output, attention_mask) if self.pooler is not None else None
         return BertModelOutput(sequence_output, pooled, all_hidden, all_probs)
 
 
 class BertPredictionHeadTransform(nn.Module):
+    """dense → activation → norm: BERT's MLM transform and ModernBERT's `head` alike."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.activation = ACTIVATIONS[config.hidden_act]()
-        self.LayerNorm = BertLayerNorm(config)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.head_bias)
+        self.activation = ACTIVATIONS[config.head_act or config.hidden_act]()
+        self.LayerNorm = norm_layer(config)
 
     def forward(self, hidden_states):
         return self.LayerNorm(self.activation(self.dense(hidden_states)))
+
+
+class BertHeadPooler(BertPredictionHeadTransform):
+    """ModernBERT's classifier input: the [CLS] state (classifier_pooling 'cls') or the mean over the
+    unmasked positions ('mean'), through dense → activation → norm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.mean = config.classifier_pooling == "mean"
+
+    def forward(self, hidden_states, attention_mask=None):
+        if not self.mean:
+            return super().forward(hidden_states[:, 0])
+        if attention_mask is None:
+            return super().forward(hidden_states.mean(dim=1))
+        weights = attention_mask[..., None].to(hidden_states.dtype)
+        return super().forward((hidden_states * weights).sum(dim=1) / weights.sum(dim=1))
 
 
 class BertLMPredictionHead(nn.Module):
@@ -459,7 +589,10 @@ class BertLMPredictionHead(nn.Module):
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         self.transform = BertPredictionHeadTransform(config)
-        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        if config.decoder_bias:
+            self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        else:  # zeros that are not a parameter: the fused loss kernels keep one signature
+            self.register_buffer("bias", torch.zeros(config.vocab_size), persistent=False)
         self._word_embeddings = (word_embeddings,)  # a tuple: tied, not registered twice
 
     @property
@@ -540,7 +673,8 @@ class BertForPreTraining(BertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, next_sentence_label=None, output_attentions=False,
                 output_hidden_states=False, return_logits=True, predictions_per_row=None) -> PreTrainingOutput:
-        predicted = sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states)
+        predicted = sparse_output_positions(labels, predictions_per_row, output_attentions,
+                                            output_hidden_states or self.config.classifier_pooling == "mean")
         # The pooler reads the last layer's first output: [CLS] goes first.
         computed = None if predicted is None else torch.cat((torch.zeros_like(predicted[:, :1]), predicted), dim=1)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
@@ -594,7 +728,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
         # The pooler reads [CLS] alone: the last layer runs only there, unless every layer's outputs are asked for.
-        cls_only = None if output_attentions or output_hidden_states else torch.zeros_like(input_ids[:, :1])
+        every_position = output_attentions or output_hidden_states or self.config.classifier_pooling == "mean"
+        cls_only = None if every_position else torch.zeros_like(input_ids[:, :1])
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                         output_attentions, output_hidden_states, cls_only)
         logits = self.classifier(self.dropout(out.pooler_output))

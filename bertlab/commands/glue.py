@@ -106,7 +106,8 @@ def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]
     if options["scratch"] == "true":
         config = BertConfig.from_json_file(checkpoint)
         model = ["model.init_from=null", f"data.tokenizer={checkpoint}",
-                 *(f"model.{key}={getattr(config, key)}" for key in ARCHITECTURE_KEYS)]
+                 *(f"model.{key}={'null' if getattr(config, key) is None else getattr(config, key)}"
+                   for key in ARCHITECTURE_KEYS)]
         name += "_scratch"
     else:
         model = [f"model.init_from={checkpoint}"]

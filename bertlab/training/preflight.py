@@ -16,6 +16,8 @@ inside the job's result.
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import importlib
 import inspect
@@ -41,7 +43,11 @@ from bertlab.training.schema import ModelSchema
 # Keys of the model group that define the architecture: with `model.init_from` they come from the
 # checkpoint's config.json, so an override of one of them cannot take effect.
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
-                     "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
+                     "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act",
+                     "rope_theta", "local_rope_theta", "norm_position", "first_attention_norm", "norm_type",
+                     "embedding_norm", "gated_ffn", "attention_bias", "ffn_bias", "norm_bias", "head_bias",
+                     "decoder_bias", "head_act", "local_attention_window", "global_attention_every_n_layers",
+                     "classifier_pooling")
 # The modules of `train`; the others fine-tune.
 TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
@@ -193,7 +199,10 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
         expected["task.nsp"] = bool(config.task.nsp)
     elif task not in TRAIN_TASKS:
         expected["data.num_labels"] = config.data.num_labels
-    found = {**{f"model.{key}": value for key, value in saved.get("config", {}).items()}, "task.nsp": saved.get("nsp"),
+    # A checkpoint saved before a key existed was built with its default.
+    defaults = {f"model.{f.name}": f.default for f in dataclasses.fields(BertConfig) if f.name in ARCHITECTURE_KEYS}
+    found = {**defaults, **{f"model.{key}": value for key, value in saved.get("config", {}).items()},
+             "task.nsp": saved.get("nsp"),
              "data.num_labels": saved.get("config", {}).get("num_labels")}
     differing = [f"{key} (run {value}, checkpoint {found.get(key)})" for key, value in expected.items()
                  if found.get(key) != value]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bertlab.config import ACTIVATIONS, ATTENTION_IMPLEMENTATIONS, POSITION_EMBEDDING_TYPES, SIZE_LIMITS
+from bertlab.config import (ACTIVATIONS, ATTENTION_IMPLEMENTATIONS, CLASSIFIER_POOLINGS, NORM_POSITIONS, NORM_TYPES,
+                            POSITION_EMBEDDING_TYPES, SIZE_LIMITS)
 from bertlab.errors import ConfigError
 from bertlab.lit.optim import SCHEDULES
 from bertlab.lit.pretraining import COMPILE_MODES
@@ -33,6 +34,15 @@ RULES: dict[str, str | tuple] = {
     "model.hidden_act": ACTIVATIONS,
     "model.position_embedding_type": POSITION_EMBEDDING_TYPES,
     "model.attn_implementation": ATTENTION_IMPLEMENTATIONS,
+    "model.type_vocab_size": f"[0, {SIZE_LIMITS['type_vocab_size']}]",  # 0: no token-type embeddings
+    "model.rope_theta": POSITIVE,
+    "model.local_rope_theta": POSITIVE,
+    "model.norm_position": NORM_POSITIONS,
+    "model.norm_type": NORM_TYPES,
+    "model.head_act": ACTIVATIONS,
+    "model.local_attention_window": NON_NEGATIVE,
+    "model.global_attention_every_n_layers": COUNT,
+    "model.classifier_pooling": CLASSIFIER_POOLINGS,
     "tokenizer.vocab_size": f"[10, {SIZE_LIMITS['vocab_size']}]",
     # data (corpus and classification datasets)
     "data.max_seq_length": "[8, 1048576]",

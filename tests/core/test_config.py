@@ -22,7 +22,7 @@ def small(**overrides) -> BertConfig:
     [
         (dict(hidden_size=30, num_attention_heads=4),
          r"hidden_size \(30\) must be divisible by num_attention_heads \(4\)"),
-        (dict(position_embedding_type="rotary"), r"position_embedding_type 'rotary'.*relative_key_query"),
+        (dict(position_embedding_type="alibi"), r"position_embedding_type 'alibi'.*relative_key_query"),
         (dict(hidden_act="mish"), r"hidden_act 'mish'.*gelu"),
         (dict(attn_implementation="flash"), r"attn_implementation 'flash'.*sdpa, eager"),
         (dict(problem_type="ranking"), r"problem_type 'ranking'.*single_label_classification"),
@@ -32,7 +32,7 @@ def small(**overrides) -> BertConfig:
         (dict(num_attention_heads=0), r"num_attention_heads must be a positive integer"),
         (dict(intermediate_size=0), r"intermediate_size must be a positive integer"),
         (dict(max_position_embeddings=0), r"max_position_embeddings must be a positive integer"),
-        (dict(type_vocab_size=0), r"type_vocab_size must be a positive integer"),
+        (dict(type_vocab_size=-1), r"type_vocab_size must be a positive integer"),
         (dict(num_labels=0), r"num_labels must be a positive integer"),
         (dict(hidden_size=32.0), r"hidden_size must be a positive integer, got 32.0"),
         (dict(num_hidden_layers=True), r"num_hidden_layers must be a positive integer, got True"),
