@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.modernbert_format import as_bertlab_values
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query", "rotary", "none")
@@ -17,9 +18,15 @@ RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # Shaw et al.'
 NORM_POSITIONS = ("post", "pre")
 NORM_TYPES = ("layer_norm", "rms_norm")
 CLASSIFIER_POOLINGS = ("pooler", "cls", "mean")
+# The fields after 2018's BERT (besides the position types rotary and none, and type_vocab_size 0).
+VARIANT_KEYS = ("rope_theta", "local_rope_theta", "norm_position", "first_attention_norm", "norm_type",
+                "embedding_norm", "gated_ffn", "attention_bias", "ffn_bias", "norm_bias", "head_bias",
+                "decoder_bias", "head_act", "local_attention_window", "global_attention_every_n_layers",
+                "classifier_pooling")
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
+REMOTE_CODE_MODEL_TYPE = "bertlab"  # config.json of an export that carries its modelling code (bertlab.remote_code)
 RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual")
 # Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
 # must not make bertlab allocate whatever it asks for.
@@ -189,6 +196,16 @@ class BertConfig:
         if self.norm_type == "rms_norm" and self.norm_bias:
             raise ConfigError("model config: norm_type 'rms_norm' has no bias; set norm_bias: false")
 
+    def non_bert_keys(self) -> list[str]:
+        """The keys that make this config other than 2018's BERT (whose checkpoints transformers'
+        BertModel classes load): the post-2018 knobs away from their defaults."""
+        defaults = BertConfig()
+        changed = [f.name for f in dataclasses.fields(self)
+                   if f.name in VARIANT_KEYS and getattr(self, f.name) != getattr(defaults, f.name)]
+        if self.position_embedding_type in ("rotary", "none"):
+            changed.insert(0, "position_embedding_type")
+        return changed + (["type_vocab_size"] if self.type_vocab_size == 0 else [])
+
     @property
     def has_local_layers(self) -> bool:
         return self.local_attention_window > 0 and self.global_attention_every_n_layers > 1
@@ -262,8 +279,12 @@ class BertConfig:
             raise CheckpointError(f"{path}: malformed JSON ({error})") from None
         if not isinstance(values, dict):
             raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
-        if values.get("model_type", "bert") != "bert":
-            raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert'")
+        values = as_bertlab_values(values)
+        if values.get("model_type") == REMOTE_CODE_MODEL_TYPE:  # architectures name the remote-code classes
+            values["architectures"] = [name.replace("Bertlab", "Bert", 1) for name in values.get("architectures") or []]
+        if values.get("model_type", "bert") not in ("bert", REMOTE_CODE_MODEL_TYPE):
+            raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert', "
+                                  f"'modernbert' and its own '{REMOTE_CODE_MODEL_TYPE}'")
         try:
             return cls.from_dict(values)
         except ConfigError as error:

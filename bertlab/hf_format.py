@@ -5,6 +5,7 @@ did not fit, and exported whole (model and tokenizer) by `export_pretrained`."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import re
@@ -19,6 +20,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
+from bertlab.modernbert_format import (from_modernbert_state, is_modernbert_state, modernbert_config_values,
+                                        modernbert_shape_mismatch, to_modernbert_state)
+from bertlab.remote_code import remote_code_config_text, remote_code_files
 from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.tokenizer import save_tokenizer
@@ -155,7 +159,10 @@ def check_position_type(config: BertConfig, keys: set[str], source: Path) -> Non
 
 def load_into(model: torch.nn.Module, directory: Path) -> LoadReport:
     expected = model.state_dict()
-    state = normalise_keys(read_weights(directory), set(expected))
+    weights = read_weights(directory)
+    if is_modernbert_state(weights):
+        weights = from_modernbert_state(weights, set(expected))
+    state = normalise_keys(weights, set(expected))
     check_position_type(model.config, set(state), directory)
     report = LoadReport(str(directory), type(model).__name__)
     fitting = {}
@@ -212,12 +219,28 @@ class PretrainedMixin:
         return model
 
     def save_pretrained(self, path: str | os.PathLike) -> None:
+        """Writes transformers' format: BERT's (BertFor…) for a BERT, ModernBERT's for a ModernBERT-shaped
+        model, and any other mix with its own modelling code (bertlab.remote_code)."""
         directory = Path(path)
-        config_text = self.config.to_json_string(architecture=type(self).__name__)
-        tensors = {key: value.detach().contiguous().cpu() for key, value in self.state_dict().items()}
+        config_text, tensors, code = checkpoint_files(self)
         # Weights first: when the large write fails, the directory keeps its previous config/weights pair.
         write_atomically(directory / WEIGHTS_NAME, lambda temp: save_file(tensors, temp, metadata={"format": "pt"}))
+        for name, source in code.items():
+            write_atomically(directory / name, lambda temp, source=source: Path(temp).write_text(source))
         write_atomically(directory / CONFIG_NAME, lambda temp: Path(temp).write_text(config_text))
+
+
+def checkpoint_files(model: torch.nn.Module) -> tuple[str, dict[str, torch.Tensor], dict[str, str]]:
+    """config.json's text, the tensors under their saved names, and the code files (remote code only)."""
+    architecture = type(model).__name__
+    tensors = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()}
+    if modernbert_shape_mismatch(model.config, architecture) is None:
+        values = modernbert_config_values(model.config, architecture)
+        tensors = to_modernbert_state(tensors, model.config.num_hidden_layers, architecture)
+        return json.dumps(values, indent=2, sort_keys=True) + "\n", tensors, {}
+    if model.config.non_bert_keys():
+        return remote_code_config_text(model.config, architecture), tensors, remote_code_files()
+    return model.config.to_json_string(architecture=architecture), tensors, {}
 
 
 def export_pretrained(model: torch.nn.Module, tokenizer: Tokenizer, directory: str | os.PathLike) -> None:

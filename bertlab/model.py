@@ -589,10 +589,7 @@ class BertLMPredictionHead(nn.Module):
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         self.transform = BertPredictionHeadTransform(config)
-        if config.decoder_bias:
-            self.bias = nn.Parameter(torch.zeros(config.vocab_size))
-        else:  # zeros that are not a parameter: the fused loss kernels keep one signature
-            self.register_buffer("bias", torch.zeros(config.vocab_size), persistent=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.decoder_bias else None
         self._word_embeddings = (word_embeddings,)  # a tuple: tied, not registered twice
 
     @property
@@ -650,7 +647,8 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
     if not return_logits and hidden.device.type == "cpu":
         # Chunked, as the logits would not stay in a CPU's cache; a GPU does one large matmul faster
         # (benchmarks.mlm_head_loss: 2.1 against 3.3 ms compiled, BERT-Base's batch-256 block on an H200).
-        return None, linear_cross_entropy_sum(head.transform(hidden), head.decoder_weight, head.bias, targets) / count
+        bias = head.decoder_weight.new_zeros(head.decoder_weight.shape[0]) if head.bias is None else head.bias
+        return None, linear_cross_entropy_sum(head.transform(hidden), head.decoder_weight, bias, targets) / count
     logits = head(hidden)
     return logits if return_logits else None, cross_entropy_sum(logits, targets) / count
 

@@ -32,7 +32,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.config import BertConfig
+from bertlab.config import VARIANT_KEYS, BertConfig
 from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
 from bertlab.training import budget, extras, precision, run_folder
@@ -44,10 +44,7 @@ from bertlab.training.schema import ModelSchema
 # checkpoint's config.json, so an override of one of them cannot take effect.
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act",
-                     "rope_theta", "local_rope_theta", "norm_position", "first_attention_norm", "norm_type",
-                     "embedding_norm", "gated_ffn", "attention_bias", "ffn_bias", "norm_bias", "head_bias",
-                     "decoder_bias", "head_act", "local_attention_window", "global_attention_every_n_layers",
-                     "classifier_pooling")
+                     *VARIANT_KEYS)
 # The modules of `train`; the others fine-tune.
 TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge

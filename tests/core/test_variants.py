@@ -184,7 +184,7 @@ def test_the_bias_flags_remove_exactly_their_biases():
                                    decoder_bias=False))
     names = {name for name, _ in model.named_parameters()}
     assert not any(name.endswith(".bias") for name in names), sorted(n for n in names if n.endswith("bias"))
-    assert "cls.predictions.bias" not in model.state_dict()  # the zeros the loss kernels read are not saved
+    assert "cls.predictions.bias" not in model.state_dict()
     with_biases = {name for name, _ in BertForMaskedLM(config(attention_bias=False)).named_parameters()}
     assert "bert.encoder.layer.0.intermediate.dense.bias" in with_biases
     assert "bert.encoder.layer.0.attention.self.query.bias" not in with_biases

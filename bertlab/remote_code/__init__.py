@@ -1,0 +1,78 @@
+"""Exports that carry their own modelling code, for the variants transformers has no class for (BERT
+with rotary positions, pre-norm, a gated feed-forward, … — any mix that is neither BERT nor ModernBERT).
+
+The folder holds transformers' custom-code convention: `config.json` with `model_type: bertlab` and an
+`auto_map`, the two adapters beside this file (transformers' PreTrainedModel and PretrainedConfig around
+bertlab's own classes), and bertlab's modules themselves, copied from the installed package at export
+time with `from bertlab.x import` rewritten to `from .bertlab_x import` (transformers copies and imports
+a folder's modules through relative imports only). So the code that runs in transformers is, line for
+line, the code that trained the model: no second copy of it lives in this repository, and an export
+always matches the bertlab that wrote it. `AutoModelForMaskedLM.from_pretrained(folder,
+trust_remote_code=True)` then needs torch, safetensors and tokenizers, not bertlab.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from bertlab.config import REMOTE_CODE_MODEL_TYPE, BertConfig
+
+ADAPTERS = Path(__file__).parent
+PACKAGE = ADAPTERS.parent
+MODELING_ADAPTER = "modeling_bertlab.py"
+ENTRY_MODULE = "model"  # bertlab.model, and every bertlab module it imports
+AUTO_CLASSES = {"AutoModel": "BertlabModel", "AutoModelForMaskedLM": "BertlabForMaskedLM",
+                "AutoModelForPreTraining": "BertlabForPreTraining",
+                "AutoModelForSequenceClassification": "BertlabForSequenceClassification"}
+_IMPORT = re.compile(r"^(\s*)from bertlab\.([\w.]+) import ", re.MULTILINE)
+
+
+def remote_name(module: str) -> str:
+    """bertlab.model → bertlab_model (a flat file name: transformers follows `from .name import` only)."""
+    return "bertlab_" + module.replace(".", "_")
+
+
+def _source(module: str) -> str:
+    path = PACKAGE.joinpath(*module.split("."))
+    return (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text(encoding="utf-8")
+
+
+def carried_modules() -> dict[str, str]:
+    """{file name: source} of bertlab.model and the bertlab modules it imports, transitively, with
+    their bertlab imports made relative."""
+    files, pending = {}, [ENTRY_MODULE]
+    while pending:
+        module = pending.pop()
+        if remote_name(module) + ".py" in files:
+            continue
+        source = _source(module)
+        if re.search(r"^\s*(import bertlab|from bertlab import)", source, re.MULTILINE):
+            raise RuntimeError(f"bertlab.{module}: the remote-code export follows `from bertlab.x import` only")
+        pending += [name for _, name in _IMPORT.findall(source)]
+        files[remote_name(module) + ".py"] = _IMPORT.sub(
+            lambda match: f"{match.group(1)}from .{remote_name(match.group(2))} import ", source)
+    return files
+
+
+def remote_code_files() -> dict[str, str]:
+    """Every .py file of a remote-code export: the adapters and the carried bertlab modules. The
+    modelling adapter imports each carried module itself: transformers copies a local folder's files
+    into its module cache only one relative import deep."""
+    carried = carried_modules()
+    adapters = {path.name: path.read_text(encoding="utf-8")
+                for path in sorted(ADAPTERS.glob("*.py")) if path.name != "__init__.py"}
+    imports = "".join(f"from .{name[:-3]} import __name__ as _{name[:-3]}  # noqa: F401\n" for name in sorted(carried))
+    adapters[MODELING_ADAPTER] += ("\n\n# Generated at export (bertlab.remote_code): the modules for transformers to copy.\n"
+                                   + imports)
+    return {**adapters, **carried}
+
+
+def remote_code_config_text(config: BertConfig, architecture: str) -> str:
+    """config.json of a remote-code export: bertlab's values under `model_type: bertlab`, with the
+    auto_map that tells transformers which class of the folder to build."""
+    values = json.loads(config.to_json_string(architecture=architecture.replace("Bert", "Bertlab", 1)))
+    values["model_type"] = REMOTE_CODE_MODEL_TYPE
+    values["auto_map"] = {"AutoConfig": "configuration_bertlab.BertlabConfig",
+                          **{auto: f"modeling_bertlab.{name}" for auto, name in AUTO_CLASSES.items()}}
+    return json.dumps(values, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,102 @@
+"""transformers' model classes of a bertlab remote-code export (see bertlab.remote_code): each builds
+bertlab's own model and adopts its submodules, so that the state-dict names are bertlab's, and returns
+transformers' output classes. It runs only inside an export folder, loaded by transformers with
+trust_remote_code=True; bertlab never imports it."""
+
+import torch.nn.functional as F
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput, SequenceClassifierOutput
+from transformers.models.bert.modeling_bert import BertForPreTrainingOutput
+
+from .bertlab_config import BertConfig
+from .bertlab_model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from .configuration_bertlab import BertlabConfig
+
+
+class BertlabPreTrainedModel(PreTrainedModel):
+    config_class = BertlabConfig
+    base_model_prefix = "bert"
+    bertlab_class = BertModel
+
+    def __init__(self, config: BertlabConfig):
+        super().__init__(config)
+        model = self.bertlab_class(BertConfig.from_dict(config.to_dict()))
+        for name, child in model.named_children():
+            self.add_module(name, child)
+        self._bertlab = (model,)  # a tuple: its children are this module's, registered once
+        self.post_init()
+
+    @property
+    def bertlab(self):
+        return self._bertlab[0]
+
+    def _init_weights(self, module):
+        self.bertlab._init_weights(module)
+
+    def train(self, mode: bool = True):
+        self.bertlab.training = mode
+        return super().train(mode)
+
+    def get_input_embeddings(self):
+        return self.bertlab.bert.embeddings.word_embeddings if hasattr(self.bertlab, "bert") \
+            else self.bertlab.embeddings.word_embeddings
+
+    def _run(self, input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+             output_hidden_states, **kwargs):
+        return self.bertlab(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
+                            output_attentions=bool(output_attentions), output_hidden_states=bool(output_hidden_states),
+                            **kwargs)
+
+
+def _masked_lm_loss(logits, labels):
+    """The mean cross-entropy over the labelled positions, as bertlab's sparse head computes it."""
+    return None if labels is None else F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
+
+
+class BertlabModel(BertlabPreTrainedModel):
+    bertlab_class = BertModel
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                output_attentions=None, output_hidden_states=None, return_dict=None, **_):
+        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+                        output_hidden_states)
+        return BaseModelOutputWithPooling(last_hidden_state=out.last_hidden_state, pooler_output=out.pooler_output,
+                                          hidden_states=out.hidden_states, attentions=out.attentions)
+
+
+class BertlabForMaskedLM(BertlabPreTrainedModel):
+    bertlab_class = BertForMaskedLM
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **_):
+        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+                        output_hidden_states)
+        return MaskedLMOutput(loss=_masked_lm_loss(out.logits, labels), logits=out.logits,
+                              hidden_states=out.hidden_states, attentions=out.attentions)
+
+
+class BertlabForPreTraining(BertlabPreTrainedModel):
+    bertlab_class = BertForPreTraining
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, next_sentence_label=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None, **_):
+        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+                        output_hidden_states)
+        losses = [_masked_lm_loss(out.prediction_logits, labels)] if labels is not None else []
+        if next_sentence_label is not None:
+            losses.append(F.cross_entropy(out.seq_relationship_logits.float(), next_sentence_label.flatten()))
+        return BertForPreTrainingOutput(loss=sum(losses) if losses else None, prediction_logits=out.prediction_logits,
+                                        seq_relationship_logits=out.seq_relationship_logits,
+                                        hidden_states=out.hidden_states, attentions=out.attentions)
+
+
+class BertlabForSequenceClassification(BertlabPreTrainedModel):
+    bertlab_class = BertForSequenceClassification
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **_):
+        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+                        output_hidden_states, labels=labels)
+        return SequenceClassifierOutput(loss=out.loss, logits=out.logits, hidden_states=out.hidden_states,
+                                        attentions=out.attentions)
