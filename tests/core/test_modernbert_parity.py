@@ -1,0 +1,259 @@
+"""Parity with transformers' ModernBERT (4.57) both ways, and remote-code exports loaded by transformers
+in a process where bertlab cannot be imported.
+
+ModernBERT-shaped bertlab models save as ModernBert* (model_type modernbert) and transformers' ModernBERT
+folders load into bertlab: random-init models of each library, saved, loaded by the other, compared on
+padded batches with local and global layers (float32, eager and sdpa attention). The module prints
+the largest differences at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+
+transformers = pytest.importorskip("transformers")
+transformers.logging.set_verbosity_error()
+
+TOLERANCE = 1e-5
+VOCAB, BATCH, LENGTH = 150, 4, 40
+MODERNBERT = dict(position_embedding_type="rotary", type_vocab_size=0, norm_position="pre",
+                  first_attention_norm=False, gated_ffn=True, attention_bias=False, ffn_bias=False,
+                  norm_bias=False, head_bias=False, rope_theta=160000.0, local_rope_theta=10000.0,
+                  local_attention_window=8, global_attention_every_n_layers=3, classifier_pooling="cls",
+                  layer_norm_eps=1e-5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                  classifier_dropout=0.0)
+BIASED = dict(attention_bias=True, ffn_bias=True, norm_bias=True, head_bias=True, head_act="silu",
+              classifier_pooling="mean", hidden_act="gelu_pytorch_tanh")
+CLASSES = {"BertModel": ("ModernBertModel", "AutoModel"),
+           "BertForMaskedLM": ("ModernBertForMaskedLM", "AutoModelForMaskedLM"),
+           "BertForSequenceClassification": ("ModernBertForSequenceClassification",
+                                             "AutoModelForSequenceClassification")}
+BERTLAB = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForSequenceClassification, BertForPreTraining)}
+RESULTS: list[tuple[str, float, float, float]] = []
+
+
+def bertlab_config(**overrides) -> BertConfig:
+    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=96,
+                  max_position_embeddings=64, num_labels=3, **MODERNBERT)
+    return BertConfig(**{**values, **overrides})
+
+
+def perturb(model: torch.nn.Module) -> torch.nn.Module:
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    return model.eval()
+
+
+def padded_batch() -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(5, VOCAB, (BATCH, LENGTH), generator=generator)
+    attention_mask = torch.zeros_like(input_ids)
+    for row, length in enumerate((LENGTH, 31, 9, 22)):
+        attention_mask[row, :length] = 1
+    input_ids[attention_mask == 0] = 0
+    labels = torch.full_like(input_ids, -100)
+    labelled = (torch.rand(input_ids.shape, generator=generator) < 0.25) & attention_mask.bool()
+    labels[labelled] = input_ids[labelled]
+    return dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+
+
+def compare(name: str, ours, theirs, architecture: str, batch) -> None:
+    """Hidden states (every layer's, at the real positions), logits and loss within TOLERANCE."""
+    real = batch["attention_mask"].bool()
+    hidden = max((a[real] - b[real]).abs().max().item() for a, b in zip(ours.hidden_states, theirs.hidden_states))
+    assert len(ours.hidden_states) == len(theirs.hidden_states)
+    if architecture == "BertModel":
+        hidden = max(hidden, (ours.last_hidden_state[real] - theirs.last_hidden_state[real]).abs().max().item())
+        logits = loss = float("nan")
+    else:
+        ours_logits = ours.logits[real] if architecture == "BertForMaskedLM" else ours.logits
+        theirs_logits = theirs.logits[real] if architecture == "BertForMaskedLM" else theirs.logits
+        logits = (ours_logits - theirs_logits).abs().max().item()
+        loss = (ours.loss - theirs.loss).abs().item()
+        assert loss <= TOLERANCE, name
+    RESULTS.append((name, hidden, logits, loss))
+    assert hidden <= TOLERANCE and (logits != logits or logits <= TOLERANCE), (name, hidden, logits)
+
+
+def bertlab_outputs(model, architecture: str, batch):
+    """Every position's outputs with the loss: the MLM loss from full logits (bertlab's sparse head gives the
+    same, checked in tests/core/test_variants.py)."""
+    out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True,
+                **({"labels": torch.tensor([0, 2, 1, 1])} if architecture == "BertForSequenceClassification" else {}))
+    if architecture == "BertForMaskedLM":
+        out.loss = F.cross_entropy(out.logits.flatten(0, 1), batch["labels"].flatten())
+    return out
+
+
+def transformers_outputs(model, architecture: str, batch):
+    labels = {"BertForMaskedLM": batch["labels"], "BertForSequenceClassification": torch.tensor([0, 2, 1, 1])}
+    return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True,
+                 **({"labels": labels[architecture]} if architecture in labels else {}))
+
+
+@pytest.mark.parametrize("attention", ("sdpa", "eager"))
+@pytest.mark.parametrize("variant", ("modernbert", "biased"))
+@pytest.mark.parametrize("architecture", CLASSES)
+def test_a_modernbert_shaped_bertlab_model_loads_natively_in_transformers_with_equal_outputs(
+        architecture, variant, attention, tmp_path):
+    torch.manual_seed(0)
+    model = perturb(BERTLAB[architecture](bertlab_config(**(BIASED if variant == "biased" else {}))))
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model_type"] == "modernbert" and saved["architectures"] == [CLASSES[architecture][0]]
+    auto = getattr(transformers, CLASSES[architecture][1])
+    theirs, info = auto.from_pretrained(tmp_path, attn_implementation=attention, output_loading_info=True)
+    assert type(theirs).__name__ == CLASSES[architecture][0]
+    assert info["missing_keys"] == info["unexpected_keys"] == info["mismatched_keys"] == [] or \
+        info["missing_keys"] == {"decoder.weight"} or info["missing_keys"] == ["decoder.weight"], info  # tied
+    batch = padded_batch()
+    compare(f"bertlab → transformers {architecture} {variant} {attention}", bertlab_outputs(model, architecture, batch),
+            transformers_outputs(theirs.eval(), architecture, batch), architecture, batch)
+
+
+@pytest.mark.parametrize("attention", ("sdpa", "eager"))
+@pytest.mark.parametrize("architecture", CLASSES)
+def test_a_transformers_modernbert_folder_loads_into_bertlab_with_equal_outputs(architecture, attention, tmp_path):
+    config = transformers.ModernBertConfig(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=5, num_attention_heads=4,
+        max_position_embeddings=64, local_attention=8, global_attn_every_n_layers=2, pad_token_id=0,
+        num_labels=3, classifier_pooling="mean" if architecture == "BertForSequenceClassification" else "cls",
+        mlp_bias=True, classifier_activation="silu", attn_implementation=attention, reference_compile=False)
+    torch.manual_seed(0)
+    theirs = perturb(getattr(transformers, CLASSES[architecture][0])(config))
+    theirs.save_pretrained(tmp_path)
+    ours = BERTLAB[architecture].from_pretrained(tmp_path)
+    report = ours.load_report
+    # ModernBertModel has no pooler: bertlab's BertModel reports its own as newly initialised.
+    pooler = ["pooler.dense.weight", "pooler.LayerNorm.weight"] if architecture == "BertModel" else []
+    assert report.missing == pooler and not report.unexpected and not report.mismatched, str(report)
+    assert ours.config.local_attention_window == 8 and ours.config.head_act == "silu" and ours.config.ffn_bias
+    batch = padded_batch()
+    compare(f"transformers → bertlab {architecture} {attention}", bertlab_outputs(ours.eval(), architecture, batch),
+            transformers_outputs(theirs, architecture, batch), architecture, batch)
+
+
+def test_a_modernbert_masked_lm_folder_starts_a_bertlab_classifier_from_its_head(tmp_path):
+    """As in transformers, ModernBertForSequenceClassification's `head` is the MLM checkpoint's."""
+    config = transformers.ModernBertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                           num_attention_heads=2, pad_token_id=0, reference_compile=False)
+    transformers.ModernBertForMaskedLM(config).save_pretrained(tmp_path)
+    ours = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=2)
+    assert ours.load_report.missing == ["classifier.weight", "classifier.bias"]
+    assert ours.config.classifier_pooling == "cls" and ours.config.non_bert_keys()
+
+
+def test_a_modernbert_export_reads_back_into_bertlab_with_the_same_config_and_weights(tmp_path):
+    model = perturb(BertForMaskedLM(bertlab_config(**BIASED)))
+    model.save_pretrained(tmp_path)
+    again = BertForMaskedLM.from_pretrained(tmp_path)
+    assert again.load_report.complete
+    assert again.config.to_dict() == {**model.config.to_dict(), "architectures": ["BertForMaskedLM"]}
+    for (name, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+BLOCK_BERTLAB = """
+import importlib.abc, sys
+class NoBertlab(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "bertlab":
+            raise ImportError(f"{name} is blocked: the export must load without bertlab")
+sys.meta_path.insert(0, NoBertlab())
+"""
+REMOTE_VARIANTS = {
+    "BERT with rotary positions": dict(position_embedding_type="rotary"),
+    "pre-norm RMSNorm SwiGLU without biases": dict(norm_position="pre", norm_type="rms_norm", norm_bias=False,
+                                                   gated_ffn=True, hidden_act="silu", attention_bias=False,
+                                                   ffn_bias=False, decoder_bias=False),
+    "ModernBERT with NSP and BERT's pooler": dict(MODERNBERT, classifier_pooling="pooler"),
+}
+REMOTE_CLASSES = {"BertModel": "AutoModel", "BertForMaskedLM": "AutoModelForMaskedLM",
+                  "BertForPreTraining": "AutoModelForPreTraining",
+                  "BertForSequenceClassification": "AutoModelForSequenceClassification"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", REMOTE_VARIANTS)
+def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertlab(variant, tmp_path):
+    """Every model class of the mix, saved, loaded by transformers (trust_remote_code) in a subprocess
+    where importing bertlab fails: outputs and losses equal bertlab's."""
+    batch = padded_batch()
+    labels = {"BertForMaskedLM": batch["labels"], "BertForPreTraining": batch["labels"],
+              "BertForSequenceClassification": torch.tensor([0, 2, 1, 1])}
+    expected = {}
+    for architecture in REMOTE_CLASSES:
+        config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                            intermediate_size=96, max_position_embeddings=64, num_labels=3,
+                            **{"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+                               **REMOTE_VARIANTS[variant]})
+        torch.manual_seed(0)
+        model = perturb(BERTLAB[architecture](config))
+        model.save_pretrained(tmp_path / architecture)
+        saved = json.loads((tmp_path / architecture / "config.json").read_text())
+        assert saved["model_type"] == "bertlab" and REMOTE_CLASSES[architecture] in saved["auto_map"]
+        out = model(batch["input_ids"], batch["attention_mask"])
+        main = out.last_hidden_state if architecture == "BertModel" else (
+            out.prediction_logits if architecture == "BertForPreTraining" else out.logits)
+        if architecture in labels:
+            kwargs = dict(predictions_per_row=12) if architecture != "BertForSequenceClassification" else {}
+            if architecture == "BertForPreTraining":
+                kwargs["next_sentence_label"] = torch.tensor([0, 1, 1, 0])
+            loss = model(batch["input_ids"], batch["attention_mask"], labels=labels[architecture], **kwargs).loss
+            expected[architecture] = (main, loss)
+        else:
+            expected[architecture] = (main, None)
+        assert BERTLAB[architecture].from_pretrained(tmp_path / architecture).load_report.complete
+    torch.save({"batch": batch, "labels": labels}, tmp_path / "inputs.pt")
+    script = BLOCK_BERTLAB + textwrap.dedent(f"""
+        import torch, transformers
+        transformers.logging.set_verbosity_error()
+        inputs = torch.load({str(tmp_path / "inputs.pt")!r})
+        batch, labels, results = inputs["batch"], inputs["labels"], {{}}
+        for architecture, auto in {REMOTE_CLASSES!r}.items():
+            model, info = getattr(transformers, auto).from_pretrained(
+                {str(tmp_path)!r} + "/" + architecture, trust_remote_code=True, output_loading_info=True)
+            assert not model.training and not any(info.values()), info
+            kwargs = dict(labels=labels[architecture]) if architecture in labels else {{}}
+            if architecture == "BertForPreTraining":
+                kwargs["next_sentence_label"] = torch.tensor([0, 1, 1, 0])
+            out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **kwargs)
+            main = out.last_hidden_state if architecture == "BertModel" else (
+                out.prediction_logits if architecture == "BertForPreTraining" else out.logits)
+            loss = getattr(out, "loss", None)
+            results[architecture] = (main.detach(), None if loss is None else loss.detach())
+        torch.save(results, {str(tmp_path / "results.pt")!r})
+    """)
+    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = torch.load(tmp_path / "results.pt")
+    for architecture, (main, loss) in expected.items():
+        theirs, their_loss = results[architecture]
+        difference = (main - theirs).abs().max().item()
+        loss_difference = float("nan") if loss is None else (loss - their_loss).abs().item()
+        RESULTS.append((f"remote code {variant} {architecture}", difference if architecture == "BertModel" else
+                        float("nan"), difference if architecture != "BertModel" else float("nan"), loss_difference))
+        assert difference <= TOLERANCE and (loss is None or loss_difference <= TOLERANCE), (architecture, difference)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    yield
+    if RESULTS:
+        print(f"\n{'max |diff|, float32':<90} {'hidden':>8} {'logits':>8} {'loss':>8}")
+        for name, hidden, logits, loss in RESULTS:
+            print(f"{name:<90} {hidden:8.1e} {logits:8.1e} {loss:8.1e}")
