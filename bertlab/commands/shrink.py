@@ -23,6 +23,9 @@ MODEL_CLASSES = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertF
 
 def load_source(folder: Path):
     config = BertConfig.from_json_file(folder)
+    if config.non_bert_keys():
+        raise CheckpointError(f"{folder}: shrink selects the weights of a BERT; this model sets "
+                              f"{', '.join(config.non_bert_keys())} (docs/variants.md)")
     architecture = (config.architectures or ["BertModel"])[0]
     if architecture not in MODEL_CLASSES:
         raise CheckpointError(f"{folder}: config.json's architecture {architecture} is not one of "

@@ -198,6 +198,9 @@ def init_unigram_bias(bias: torch.Tensor, token_counts: np.ndarray, special_toke
     and only then starts to use the context. Add-one smoothing keeps unseen tokens finite;
     special tokens, never predicted, get the count of an unseen token.
     """
+    if bias is None:
+        raise ConfigError("task.unigram_output_bias sets the MLM decoder's bias, and model.decoder_bias=false leaves "
+                          "it none; set task.unigram_output_bias=false or model.decoder_bias=true")
     counts = torch.tensor(token_counts, dtype=torch.float64)
     if counts.shape != bias.shape:
         raise DataError(f"token counts have shape {tuple(counts.shape)}; expected {tuple(bias.shape)}")

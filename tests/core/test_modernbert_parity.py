@@ -116,8 +116,7 @@ def test_a_modernbert_shaped_bertlab_model_loads_natively_in_transformers_with_e
     auto = getattr(transformers, CLASSES[architecture][1])
     theirs, info = auto.from_pretrained(tmp_path, attn_implementation=attention, output_loading_info=True)
     assert type(theirs).__name__ == CLASSES[architecture][0]
-    assert info["missing_keys"] == info["unexpected_keys"] == info["mismatched_keys"] == [] or \
-        info["missing_keys"] == {"decoder.weight"} or info["missing_keys"] == ["decoder.weight"], info  # tied
+    assert not any(info.values()), info
     batch = padded_batch()
     compare(f"bertlab → transformers {architecture} {variant} {attention}", bertlab_outputs(model, architecture, batch),
             transformers_outputs(theirs.eval(), architecture, batch), architecture, batch)
