@@ -19,15 +19,17 @@ DENSE_BF16_PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H200 NVL": 83
 def encoder_forward_flops(config: BertConfig, batch_size: int, length: int,
                           last_layer_rows: float | None = None) -> float:
     """Per layer: the Q, K, V and output projections and the two FFN matmuls, 2·B·L·(4H² + 2HI), plus
-    attention scores and context, 2·2·B·L²·H. With `last_layer_rows` (sparse MLM prediction) the last
+    attention scores and context, 2·2·B·L²·H (a gated FFN's first matmul is twice as wide: 3HI; local
+    layers are counted as global). With `last_layer_rows` (sparse MLM prediction) the last
     layer's keys and values are still computed at every position, its queries, scores, output
     projection and FFN only at that many."""
     tokens = batch_size * length
     hidden, intermediate = config.hidden_size, config.intermediate_size
+    ffn_matmuls = 3 if config.gated_ffn else 2
 
     def layer(query_rows: float) -> float:
         keys_values = 2 * tokens * 2 * hidden**2
-        return keys_values + 2 * query_rows * (2 * hidden**2 + 2 * hidden * intermediate + 2 * length * hidden)
+        return keys_values + 2 * query_rows * (2 * hidden**2 + ffn_matmuls * hidden * intermediate + 2 * length * hidden)
 
     last = tokens if last_layer_rows is None else last_layer_rows
     return (config.num_hidden_layers - 1) * layer(tokens) + layer(last)

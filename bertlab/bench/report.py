@@ -103,6 +103,15 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
                   "bertlab) per second over the measured peak of the row's precision."
                   + "".join(f" MFU: the same FLOPs per second over the datasheet's dense {p} peak, "
                             f"{peak / 1e12:,.0f} TFLOP/s." for p, peak in datasheet.items())]
+    modernbert = [r for r in results if r.section == "modernbert"]
+    if modernbert:
+        parts += [f"## ModernBERT-shaped MLM pretraining step ({modernbert[0].setting})",
+                  _table(["model", "precision", "system", "tokens/s", "spread", "× transformers ModernBERT (defaults)",
+                          "GFLOP/step", "% of matmul peak"],
+                         [[r.case, r.precision, r.system, f"{r.throughput:,.0f}", _spread(r.timing), _ratio(r.ratio),
+                           f"{r.flops / r.steps / 1e9:,.3g}", _percent(r.mfu)] for r in modernbert]),
+                  "transformers ModernBERT: stock ModernBertForMaskedLM of the same config (bertlab.modernbert_format) "
+                  "at its defaults, and with sparse_prediction=True (its head and loss at the masked positions only)."]
     fine_tuning = [r for r in results if r.section == "fine-tuning"]
     if fine_tuning:
         parts += [f"## Fine-tuning ({fine_tuning[0].setting})",

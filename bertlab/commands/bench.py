@@ -2,7 +2,7 @@
 Face transformers on this machine, in one process, the two systems measured in turns.
 
 Sections: MLM pretraining steps (bert_tiny/mini/small, transformers' stock BertForMaskedLM as
-run_mlm.py trains it), SST-2 fine-tuning (all-MiniLM-L6-v2; transformers with dynamic and with
+run_mlm.py trains it), the ModernBERT-shaped step (bert_tiny/mini sizes against ModernBertForMaskedLM), SST-2 fine-tuning (all-MiniLM-L6-v2; transformers with dynamic and with
 fixed padding), inference (`predict` vs a text-classification pipeline), and the fraction of the
 measured matmul peak the pretraining steps reach (and, on a GPU bertlab.flops lists, MFU against its
 datasheet peak). On a GPU: --device cuda --precisions bf16 --compile --sizes bert_base,bert_large.
@@ -31,7 +31,7 @@ from bertlab.commands.arguments import ArgumentParser, positive_int
 from bertlab.errors import BertlabError
 from bertlab.flops import dense_bf16_peak_flops
 
-SECTIONS = ("pretraining", "fine-tuning", "inference")
+SECTIONS = ("pretraining", "modernbert", "fine-tuning", "inference")
 SIZES = ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large")
 # (sizes, repeats, MLM steps, fine-tuning steps, inference sentences); "all" sentences = the split
 PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 12, None),
@@ -197,6 +197,24 @@ def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.
     return results
 
 
+def modernbert_results(args: argparse.Namespace, model_dir: str, device: torch.device, precisions: list[str],
+                       progress: Progress) -> list:
+    """bertlab's ModernBERT-shaped step against transformers' ModernBertForMaskedLM (bertlab.bench.modernbert)."""
+    from bertlab.bench import modernbert, pretraining
+    from bertlab.tokenizer import load_tokenizer, special_token_ids
+
+    tokenizer = load_tokenizer(model_dir)
+    special_ids = special_token_ids(tokenizer)
+    results = []
+    for precision in precisions:
+        base = pretraining.MlmSetup("", pretraining.mlm_config("bert_tiny", tokenizer.get_vocab_size()),
+                                    args.batch_size, args.length, model_dir, device, precision, args.steps,
+                                    args.warmup, compile=args.compile)
+        for setup in modernbert.setups(base, tuple(args.sizes), tokenizer.get_vocab_size(), args.dropout):
+            results += progress.show(modernbert.compare(setup, special_ids, args.repeats))
+    return results
+
+
 def chosen_fast_paths(names: str | None, switches: Iterable[str]) -> list[str]:
     """--fast-paths' names: none without the flag, all of `switches` with "all"."""
     if names is None:
@@ -258,6 +276,8 @@ def main(argv: list[str], prog: str) -> None:
     results = []
     if "pretraining" in args.sections:
         results += pretraining_results(args, model_dir, device, precisions, progress)
+    if "modernbert" in args.sections:
+        results += modernbert_results(args, model_dir, device, precisions, progress)
     results += sst2_results(args, model_dir, model_name, device, precisions, progress)
     report.add_ratios(results, peaks, datasheet)
     if hasattr(os, "getloadavg"):

@@ -143,7 +143,9 @@ def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys
                        ("pretraining", f"bertlab, vocab {bench.SMALL_VOCAB}"),
                        ("fine-tuning", "bertlab"), ("fine-tuning", "transformers, dynamic padding"),
                        ("fine-tuning", "transformers, padding to 128"),
-                       ("inference", "bertlab predict"), ("inference", "transformers pipeline")}
+                       ("inference", "bertlab predict"), ("inference", "transformers pipeline"),
+                       ("modernbert", "bertlab"), ("modernbert", "transformers ModernBERT"),
+                       ("modernbert", "transformers ModernBERT, sparse_prediction")}
     for row in report["results"]:
         assert row["throughput"] > 0 and len(row["seconds"]) == 1
     pretraining = {row["system"]: row for row in report["results"] if row["section"] == "pretraining"}
@@ -152,6 +154,8 @@ def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys
     assert 0 < pretraining["bertlab"]["mfu"] and report["matmul_peak_flops"]["fp32"] > 0
     markdown = (output / "results.md").read_text()
     assert "## MLM pretraining step" in markdown and "| bert_tiny | fp32 | bertlab |" in markdown
+    assert "## ModernBERT-shaped MLM pretraining step" in markdown
+    assert "| bert_tiny (ModernBERT-shaped) | fp32 | transformers ModernBERT, sparse_prediction |" in markdown
     assert markdown in capsys.readouterr().out
 
 
