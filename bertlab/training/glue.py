@@ -301,8 +301,8 @@ def score_lines(table: list[dict[str, Any]]) -> list[str]:
 def selection_note(seeds: list[dict[str, Any]]) -> str:
     if all(row["held out"] for row in seeds):
         return ("Reported: the validation split, once, at the checkpoint and learning rate chosen on a selection "
-                "split held out of each task's training rows; dev-selected: the same jobs had the validation split "
-                "chosen the checkpoint and rate (95% CI: Student's t over seeds; docs/statistics.md).")
+                "split held out of each task's training rows; dev-selected: the same jobs with the checkpoint and rate "
+                "chosen on the validation split instead (95% CI: Student's t over seeds; docs/statistics.md).")
     return ("Reported: the validation split at the checkpoint and learning rate chosen on the validation split "
             "itself (dev selection, as papers report; 95% CI: Student's t over seeds; docs/statistics.md).")
 
