@@ -42,7 +42,7 @@ from bertlab.training.run_folder import HF_MODEL
 
 OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "lrs": "", "scratch": "false", "select_on": "train"}
 # The selection split's share of a task's training rows (capped by data.selection_max_rows): large enough to
-# choose among checkpoints on (124 RTE rows, 183 MRPC, 427 CoLA), small enough to leave 95% of a small task's
+# choose among checkpoints on (124 RTE rows, 183 MRPC, 428 CoLA), small enough to leave 95% of a small task's
 # training set (docs/statistics.md).
 SELECTION_FRACTION = 0.05
 
