@@ -1,7 +1,8 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
 the packages of its loggers are installed (bertlab.training.extras), every value is inside its range
 (bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
-is valid and fits in memory, `model.init_from` is not combined with an architecture override, nor
+is valid and fits in memory, the folders it needs made first exist (bertlab.training.requirements),
+`model.init_from` is not combined with an architecture override, nor
 `budget_minutes` with a length of training, the output folder can be created and holds no other run,
 and a checkpoint to resume belongs to this command, task and model (and, with a budget or
 `trainer.precision: fastest`, its run recorded the steps or the precision chosen). Hydra's own schema
@@ -35,6 +36,7 @@ from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
 from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
+from bertlab.training.requirements import check_requirements
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.schema import ModelSchema
 
@@ -140,6 +142,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
+    check_requirements(config, overridden)
     check_transfer(config)
     check_embedding_student(config)
     check_copy_pairs(config)

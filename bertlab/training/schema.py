@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -42,6 +42,8 @@ class RunSchema:
     seed: int = 0
     resume: Optional[str] = None  # null | auto | a run folder | a Lightning .ckpt
     budget_minutes: Optional[float] = None  # null | minutes of training (bertlab.training.budget)
+    # a config key naming a folder made first → the command that makes it, null: none (bertlab.training.requirements)
+    requires: Dict[str, Optional[str]] = field(default_factory=dict)
     paths: Any = None
     model: Any = None
     data: Any = None
