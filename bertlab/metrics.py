@@ -94,7 +94,8 @@ def plot_panels(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
 
 
 def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
-    """metrics.png: the `plot_panels`, each validation curve labelled with what its set measures (`metric_label`)."""
+    """metrics.png: the `plot_panels`, each validation curve labelled with what its set measures (`metric_label`),
+    the plain text's dashed."""
     panels = plot_panels(frame)
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
@@ -105,7 +106,9 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
         for name in names:
             values = series(frame, name)
             if name.startswith(VALIDATION_PREFIXES):
-                axes.plot(values.index, values.values, marker="o", markersize=3, label=metric_label(name, frame))
+                text = name.startswith(f"{TEXT_VALIDATION}/")  # dashed in every panel
+                axes.plot(values.index, values.values, marker="o", markersize=3, linestyle="--" if text else "-",
+                          label=metric_label(name, frame))
             else:
                 line, = axes.plot(values.index, values.values, alpha=0.3, linewidth=0.8)
                 smoothed = values.rolling(max(1, len(values) // 50), min_periods=1).mean()
