@@ -30,14 +30,14 @@ from omegaconf import OmegaConf
 from bertlab.commands.arguments import ArgumentParser
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
-from bertlab.metrics import final_values, metric_names, read_metrics, series
+from bertlab.metrics import VALIDATION_PREFIXES, final_values, metric_names, read_metrics, series
 from bertlab.training.glue import GLUE_AVERAGE, GLUE_CSV, job_configs
 from bertlab.training.verdict import suite_seed_scores, verdicts
 from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING, timestamped_folder
 
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
-CURVES = ("val/loss", "val/perplexity", "val/accuracy")
+CURVES = ("val/loss", "val/perplexity", "val/accuracy", "val_text/loss", "val_text/perplexity")
 
 
 def flatten(path: Path) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def describe(folder: Path) -> dict[str, Any]:
                         f"per-seed scores")
     row: dict[str, Any] = {"run": str(folder)}
     frame = read_metrics(folder)
-    row.update({name: value for name, value in final_values(frame, prefix="val/").items()})
+    row.update(final_values(frame, prefix=VALIDATION_PREFIXES))
     timing = folder / TIMING
     if timing.is_file():
         row["wall time (min)"] = json.loads(timing.read_text())["wall_time_min"]
