@@ -48,12 +48,12 @@ class WordPieceOptions:
         if isinstance(self.never_split, str):
             raise ConfigError(f"tokenizer.never_split={self.never_split!r}: expected a list of tokens, "
                               f"such as [{self.never_split!r}]")
-        never_split = tuple(dict.fromkeys(self.never_split))  # a config's list, without repeats, in order
-        for token in never_split:
+        for token in self.never_split:
             if not isinstance(token, str) or not token or any(character.isspace() for character in token):
                 raise ConfigError(f"tokenizer.never_split: {token!r} is not a token: expected text without "
                                   "spaces, such as [URL]")
-        object.__setattr__(self, "never_split", tuple(token for token in never_split if token not in SPECIAL_TOKENS))
+        never_split = dict.fromkeys(token for token in self.never_split if token not in SPECIAL_TOKENS)
+        object.__setattr__(self, "never_split", tuple(never_split))  # a config's list, once each, in order
 
 
 def train_tokenizer(

@@ -143,6 +143,7 @@ def test_default_options_are_the_tokenizer_of_before():
     ({"never_split": "[URL]"}, "tokenizer.never_split='[URL]': expected a list of tokens, such as ['[URL]']"),
     ({"never_split": ["[URL]", "two words"]}, "tokenizer.never_split: 'two words' is not a token"),
     ({"never_split": [""]}, "tokenizer.never_split: '' is not a token"),
+    ({"never_split": [["[URL]"]]}, "tokenizer.never_split: ['[URL]'] is not a token"),
 ])
 def test_bad_options_are_one_line_config_errors(options, message):
     with pytest.raises(ConfigError, match="^" + message.replace("[", r"\[").replace("(", r"\(")) as error:
