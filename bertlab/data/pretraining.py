@@ -9,10 +9,11 @@ are batched `datasets.map`s (in `num_proc` processes), and the tokenizer trains 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import cache_folder, load_dataset_source, require_columns, written_once
 from bertlab.errors import ConfigError, DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION
-from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
+from bertlab.tokenizer import WordPieceOptions, load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -318,7 +319,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     `source` is anything `load_dataset_source` reads; its `text_column` is a stream of lines (see
     `group_documents`, `wrapped_lines`). `validation_source` replaces the corpus's validation text: a
     file, or a source whose validation split is read. Without `tokenizer_path` a WordPiece vocabulary of `vocab_size` is trained
-    on the training split. Without a validation split, VALIDATION_FRACTION of the training
+    on the training split, with the options `lowercase` to `max_input_chars_per_word`
+    (`bertlab.tokenizer.WordPieceOptions`). Without a validation split, VALIDATION_FRACTION of the training
     documents are held out. With `copy_pair_prob`, the validation documents are packed twice: as plain
     text and, like the training ones, with copied pairs (split TRAINING_STYLE_VALIDATION); `val_dataloader`
     then gives both. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
@@ -337,6 +339,10 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         tokenizer_path: str | None = None,
         vocab_size: int = 8192,
         lowercase: bool = True,
+        strip_accents: bool | None = None,
+        tokenize_chinese_chars: bool = True,
+        never_split: Sequence[str] = (),
+        max_input_chars_per_word: int = 100,
         max_seq_length: int = 128,
         short_seq_prob: float = 0.1,
         nsp: bool = False,
@@ -373,7 +379,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.source = source
         self.tokenizer_path = tokenizer_path
         self.vocab_size = vocab_size
-        self.lowercase = lowercase
+        self.tokenizer_options = WordPieceOptions(lowercase, strip_accents, tokenize_chinese_chars, never_split,
+                                                  max_input_chars_per_word)
         self.max_seq_length = max_seq_length
         self.short_seq_prob = short_seq_prob
         self.nsp = nsp
@@ -544,12 +551,13 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         if self.tokenizer_path:
             return load_tokenizer(self.tokenizer_path)
         fingerprint = Hasher.hash(
-            [documents._fingerprint, self.vocab_size, self.lowercase, _PIPELINE_SOURCE_HASH]
+            [documents._fingerprint, self.vocab_size, dataclasses.astuple(self.tokenizer_options), _PIPELINE_SOURCE_HASH]
         )
         directory = self.cache_dir / f"tokenizer-{fingerprint}"
         if (directory / "tokenizer.json").is_file():
             return load_tokenizer(directory)
-        tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size, lowercase=self.lowercase)
+        tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size,
+                                    **dataclasses.asdict(self.tokenizer_options))
         save_tokenizer(tokenizer, directory)
         logger.info(
             "trained a %d-token WordPiece vocabulary on %s, saved to %s",

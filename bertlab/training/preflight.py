@@ -17,6 +17,7 @@ inside the job's result.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -34,6 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.config import BertConfig
 from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
+from bertlab.tokenizer import WordPieceOptions
 from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.requirements import check_requirements
@@ -147,6 +149,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     check_embedding_student(config)
     check_copy_pairs(config)
     check_compile_mode(config)
+    check_tokenizer_options(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:
         return
@@ -253,6 +256,12 @@ def check_compile_mode(config: DictConfig) -> None:
     compile_mode = OmegaConf.select(config, "task.compile_mode", default=None)
     if compile_mode is not None and not OmegaConf.select(config, "task.compile", default=False):
         raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
+
+
+def check_tokenizer_options(config: DictConfig) -> None:
+    """The tokenizer group's training options, as `WordPieceOptions` checks them (a never-split token with spaces)."""
+    if (tokenizer := OmegaConf.select(config, "tokenizer", default=None)) is not None:
+        WordPieceOptions(**{option.name: tokenizer[option.name] for option in dataclasses.fields(WordPieceOptions)})
 
 
 def check_target_argument(config: DictConfig, key: str) -> None:

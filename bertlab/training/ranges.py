@@ -34,6 +34,7 @@ RULES: dict[str, str | tuple] = {
     "model.position_embedding_type": POSITION_EMBEDDING_TYPES,
     "model.attn_implementation": ATTENTION_IMPLEMENTATIONS,
     "tokenizer.vocab_size": f"[10, {SIZE_LIMITS['vocab_size']}]",
+    "tokenizer.max_input_chars_per_word": COUNT,
     # data (corpus and classification datasets)
     "data.max_seq_length": "[8, 1048576]",
     "data.short_seq_prob": PROBABILITY,
