@@ -14,7 +14,8 @@ from bertlab.errors import CheckpointError, ConfigError
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 # sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
 POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal", "relative_key", "relative_key_query")
-RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")
+RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # distance embeddings in every layer
+POSITION_TABLE_TYPES = ("absolute", "sinusoidal")  # a bert.embeddings.position_embeddings table
 EMBEDDING_INITS = ("normal", "orthogonal")
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
@@ -148,7 +149,7 @@ class BertConfig:
         memory estimate before anything is allocated."""
         h, i = self.hidden_size, self.intermediate_size
         relative = self.position_embedding_type in RELATIVE_POSITION_TYPES
-        positions = 0 if relative else self.max_position_embeddings  # relative models have no absolute table
+        positions = self.max_position_embeddings if self.position_embedding_type in POSITION_TABLE_TYPES else 0
         embeddings = (self.vocab_size + positions + self.type_vocab_size + 2) * h
         layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
         distances = (2 * self.max_position_embeddings - 1) * self.head_size if relative else 0

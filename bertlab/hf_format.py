@@ -19,7 +19,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
-from bertlab.config import CONFIG_NAME, RELATIVE_POSITION_TYPES, BertConfig
+from bertlab.config import CONFIG_NAME, POSITION_TABLE_TYPES, RELATIVE_POSITION_TYPES, BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.tokenizer import save_tokenizer
 
@@ -194,7 +194,7 @@ def load_into(model: torch.nn.Module, directory: Path, ignore_mismatched_sizes: 
     for key, tensor in state.items():
         if key not in expected:
             if key.endswith("embeddings.position_embeddings.weight") \
-                    and model.config.position_embedding_type in RELATIVE_POSITION_TYPES:
+                    and model.config.position_embedding_type not in POSITION_TABLE_TYPES:
                 continue  # transformers always saves this table; relative models never use it
             report.unexpected.append(key)
         elif tensor.shape != expected[key].shape:

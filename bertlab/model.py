@@ -5,7 +5,8 @@ Module and parameter names follow Hugging Face's `modeling_bert` (`bert.embeddin
 travel between the two without renaming. Inside, the code is organised for reading and speed:
 one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction: the
 head, and the last layer's queries and everything after them, run only at the positions the loss reads
-(the masked ones; [CLS] for classification).
+(the masked ones; [CLS] for classification). The Python API (inputs, masks, outputs, the loss and
+its logits) is described in docs/model_api.md.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from bertlab.hf_format import PretrainedMixin
-from bertlab.config import RELATIVE_POSITION_TYPES, BertConfig
+from bertlab.config import POSITION_TABLE_TYPES, RELATIVE_POSITION_TYPES, BertConfig
 from bertlab.dropout import Dropout, dropout
 from bertlab.errors import ConfigError
 from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
@@ -140,7 +141,7 @@ class BertEmbeddings(nn.Module):
                                             padding_idx=config.pad_token_id)
         # Relative position types encode order inside attention; an unused absolute table would
         # only hold dead parameters (and break DDP's unused-parameter check).
-        if config.position_embedding_type not in RELATIVE_POSITION_TYPES:
+        if config.position_embedding_type in POSITION_TABLE_TYPES:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         if config.position_embedding_type == "sinusoidal":  # filled by _init_weights, and never trained
             self.position_embeddings.weight.requires_grad_(False)
