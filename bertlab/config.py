@@ -12,11 +12,16 @@ from typing import Any
 from bertlab.errors import CheckpointError, ConfigError
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
-POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query")
+# sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
+POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal", "relative_key", "relative_key_query")
+RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # distance embeddings in every layer
+POSITION_TABLE_TYPES = ("absolute", "sinusoidal")  # a bert.embeddings.position_embeddings table
+EMBEDDING_INITS = ("normal", "orthogonal")
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
-RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual")
+RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual",
+                    "output_attentions", "output_hidden_states")
 # Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
 # must not make bertlab allocate whatever it asks for.
 SIZE_LIMITS = {"vocab_size": 1_000_000, "hidden_size": 65_536, "num_hidden_layers": 1_000,
@@ -58,11 +63,16 @@ class BertConfig:
     label2id: dict[str, int] | None = None
     problem_type: str | None = None
     pruned_heads: dict[int, list[int]] = field(default_factory=dict)  # {layer: heads removed by prune_heads}
+    tie_word_embeddings: bool = True  # False: the MLM decoder has its own cls.predictions.decoder.weight
+    # What a forward returns when its argument is left at None, as in transformers
+    output_attentions: bool = False
+    output_hidden_states: bool = False
     # bertlab's own switches
     gradient_checkpointing: bool = False
     attn_implementation: str = "sdpa"
     fused_qkv: bool = True
     low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
+    embedding_init: str = "normal"  # or orthogonal tables of the same scale: see BertPreTrainedModel._init_weights
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +111,12 @@ class BertConfig:
             raise ConfigError(f"model config: unknown position_embedding_type "
                               f"{self.position_embedding_type!r}; expected one of "
                               f"{', '.join(POSITION_EMBEDDING_TYPES)}")
+        if self.embedding_init not in EMBEDDING_INITS:
+            raise ConfigError(f"model config: unknown embedding_init {self.embedding_init!r}; "
+                              f"expected one of {', '.join(EMBEDDING_INITS)}")
+        for name in ("tie_word_embeddings", "output_attentions", "output_hidden_states"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"model config: {name} must be true or false, got {getattr(self, name)!r}")
         if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
             raise ConfigError(f"model config: unknown attn_implementation {self.attn_implementation!r}; "
                               f"expected one of {', '.join(ATTENTION_IMPLEMENTATIONS)}")
@@ -132,15 +148,16 @@ class BertConfig:
         """The parameters of BertForPreTraining with this config (the largest model class), for a
         memory estimate before anything is allocated."""
         h, i = self.hidden_size, self.intermediate_size
-        absolute = self.position_embedding_type == "absolute"
-        positions = self.max_position_embeddings if absolute else 0  # relative models have no absolute table
+        relative = self.position_embedding_type in RELATIVE_POSITION_TYPES
+        positions = self.max_position_embeddings if self.position_embedding_type in POSITION_TABLE_TYPES else 0
         embeddings = (self.vocab_size + positions + self.type_vocab_size + 2) * h
         layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
-        relative = 0 if absolute else (2 * self.max_position_embeddings - 1) * self.head_size
+        distances = (2 * self.max_position_embeddings - 1) * self.head_size if relative else 0
         # A pruned head takes its query, key and value rows (weights and biases) and its output.dense columns.
         pruned = sum(map(len, self.pruned_heads.values())) * (4 * h + 3) * self.head_size
-        heads = h * h + h + (h * h + 3 * h + self.vocab_size) + 2 * h + 2
-        return embeddings + self.num_hidden_layers * (layer + relative) - pruned + heads
+        decoder = 0 if self.tie_word_embeddings else self.vocab_size * h
+        heads = h * h + h + (h * h + 3 * h + self.vocab_size) + decoder + 2 * h + 2
+        return embeddings + self.num_hidden_layers * (layer + distances) - pruned + heads
 
     @property
     def head_size(self) -> int:
@@ -190,8 +207,11 @@ class BertConfig:
             raise CheckpointError(f"{path}: {error}") from None
 
     def to_json_string(self, architecture: str | None = None) -> str:
-        """config.json text. Runtime switches are choices of a run, not properties of the weights."""
+        """config.json text. Runtime switches are choices of a run, not properties of the weights. A
+        sinusoidal table is written as the absolute table it is, which transformers then reads."""
         values = {k: v for k, v in self.to_dict().items() if k not in RUNTIME_SWITCHES}
+        if values["position_embedding_type"] == "sinusoidal":
+            values["position_embedding_type"] = "absolute"
         if architecture is not None:
             values["architectures"] = [architecture]
         return json.dumps(values, indent=2, sort_keys=True) + "\n"

@@ -24,8 +24,9 @@ def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> Bert
               "label2id": {name: index for index, name in enumerate(label_names)},
               "num_labels": len(label_names)}
     if cfg.model.init_from:
-        model = BertForSequenceClassification.from_pretrained(  # logs which weights are loaded and new
-            cfg.model.init_from, **labels, **init_from_overrides(cfg.model))
+        # from_pretrained logs which weights are loaded and new, and returns eval mode, which Lightning's fit keeps
+        model = BertForSequenceClassification.from_pretrained(
+            cfg.model.init_from, **labels, **init_from_overrides(cfg.model)).train()
     else:
         model = BertForSequenceClassification(model_config(
             cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
