@@ -7,6 +7,8 @@ from bertlab.model import (
     BertForSequenceClassification,
     BertModel,
 )
+from bertlab.tokenizer import BertTokenizer
 
-__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification"]
+__all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+           "BertTokenizer"]
 __version__ = "0.1.0"

@@ -13,8 +13,11 @@ from bertlab.errors import CheckpointError, ConfigError
 from bertlab.modernbert_format import as_bertlab_values
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
-POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query", "rotary", "none")
-RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # Shaw et al.'s distance tables
+# sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
+POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal", "relative_key", "relative_key_query", "rotary", "none")
+RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # Shaw et al.'s distance tables in every layer
+POSITION_TABLE_TYPES = ("absolute", "sinusoidal")  # a bert.embeddings.position_embeddings table
+EMBEDDING_INITS = ("normal", "orthogonal")
 NORM_POSITIONS = ("post", "pre")
 NORM_TYPES = ("layer_norm", "rms_norm")
 CLASSIFIER_POOLINGS = ("pooler", "cls", "mean")
@@ -27,7 +30,8 @@ ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
 REMOTE_CODE_MODEL_TYPE = "bertlab"  # config.json of an export that carries its modelling code (bertlab.remote_code)
-RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual")
+RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual",
+                    "output_attentions", "output_hidden_states")
 # Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
 # must not make bertlab allocate whatever it asks for.
 SIZE_LIMITS = {"vocab_size": 1_000_000, "hidden_size": 65_536, "num_hidden_layers": 1_000,
@@ -69,11 +73,16 @@ class BertConfig:
     label2id: dict[str, int] | None = None
     problem_type: str | None = None
     pruned_heads: dict[int, list[int]] = field(default_factory=dict)  # {layer: heads removed by prune_heads}
+    tie_word_embeddings: bool = True  # False: the MLM decoder has its own cls.predictions.decoder.weight
+    # What a forward returns when its argument is left at None, as in transformers
+    output_attentions: bool = False
+    output_hidden_states: bool = False
     # bertlab's own switches
     gradient_checkpointing: bool = False
     attn_implementation: str = "sdpa"
     fused_qkv: bool = True
     low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
+    embedding_init: str = "normal"  # or orthogonal tables of the same scale: see BertPreTrainedModel._init_weights
     # Designs after 2018's BERT (docs/variants.md); each default is BERT's.
     rope_theta: float = 10000.0  # rotary positions: the base frequency (of the global layers)
     local_rope_theta: float | None = None  # rotary positions of the local layers; null: rope_theta
@@ -131,6 +140,12 @@ class BertConfig:
             raise ConfigError(f"model config: unknown position_embedding_type "
                               f"{self.position_embedding_type!r}; expected one of "
                               f"{', '.join(POSITION_EMBEDDING_TYPES)}")
+        if self.embedding_init not in EMBEDDING_INITS:
+            raise ConfigError(f"model config: unknown embedding_init {self.embedding_init!r}; "
+                              f"expected one of {', '.join(EMBEDDING_INITS)}")
+        for name in ("tie_word_embeddings", "output_attentions", "output_hidden_states"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"model config: {name} must be true or false, got {getattr(self, name)!r}")
         if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
             raise ConfigError(f"model config: unknown attn_implementation {self.attn_implementation!r}; "
                               f"expected one of {', '.join(ATTENTION_IMPLEMENTATIONS)}")
@@ -223,20 +238,22 @@ class BertConfig:
         memory estimate before anything is allocated."""
         h, i = self.hidden_size, self.intermediate_size
         norm = h * (1 + self.norm_bias)
-        positions = self.max_position_embeddings if self.position_embedding_type == "absolute" else 0
+        # A sinusoidal table is fixed, but a parameter (and a state-dict tensor) all the same.
+        positions = self.max_position_embeddings if self.position_embedding_type in POSITION_TABLE_TYPES else 0
         embeddings = (self.vocab_size + positions + self.type_vocab_size) * h + norm * self.embedding_norm
         attention = 4 * h * h + 4 * h * self.attention_bias
         ffn = (1 + self.gated_ffn) * i * h + h * i + ((1 + self.gated_ffn) * i + h) * self.ffn_bias
         layer = attention + ffn + 2 * norm
-        relative = (2 * self.max_position_embeddings - 1) * self.head_size if self.relative_positions else 0
+        distances = (2 * self.max_position_embeddings - 1) * self.head_size if self.relative_positions else 0
         unnormed = 0 if self.first_attention_norm else norm  # layer 0 without its attention norm
         final = norm if self.norm_position == "pre" else 0
         # A pruned head takes its query, key and value rows (weights and biases) and its output.dense columns.
         pruned = sum(map(len, self.pruned_heads.values())) * (4 * h + 3 * self.attention_bias) * self.head_size
-        head = h * h + h * self.head_bias + norm + self.vocab_size * self.decoder_bias
+        decoder = 0 if self.tie_word_embeddings else self.vocab_size * h
+        head = h * h + h * self.head_bias + norm + self.vocab_size * self.decoder_bias + decoder
         pooler = h * h + h if self.classifier_pooling == "pooler" else h * h + h * self.head_bias + norm
         nsp = 2 * h + 2
-        return embeddings + self.num_hidden_layers * (layer + relative) - unnormed + final - pruned + head \
+        return embeddings + self.num_hidden_layers * (layer + distances) - unnormed + final - pruned + head \
             + pooler + nsp
 
     @property
@@ -291,8 +308,11 @@ class BertConfig:
             raise CheckpointError(f"{path}: {error}") from None
 
     def to_json_string(self, architecture: str | None = None) -> str:
-        """config.json text. Runtime switches are choices of a run, not properties of the weights."""
+        """config.json text. Runtime switches are choices of a run, not properties of the weights. A
+        sinusoidal table is written as the absolute table it is, which transformers then reads."""
         values = {k: v for k, v in self.to_dict().items() if k not in RUNTIME_SWITCHES}
+        if values["position_embedding_type"] == "sinusoidal":
+            values["position_embedding_type"] = "absolute"
         if architecture is not None:
             values["architectures"] = [architecture]
         return json.dumps(values, indent=2, sort_keys=True) + "\n"

@@ -20,10 +20,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
+from bertlab.config import CONFIG_NAME, POSITION_TABLE_TYPES, BertConfig
 from bertlab.modernbert_format import (from_modernbert_state, is_modernbert_state, modernbert_config_values,
                                         modernbert_shape_mismatch, to_modernbert_state)
 from bertlab.remote_code import remote_code_config_text, remote_code_files
-from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.tokenizer import save_tokenizer
 
@@ -31,9 +31,9 @@ WEIGHTS_NAME = "model.safetensors"
 BASE_PREFIX = "bert."
 log = logging.getLogger("bertlab")
 
-# Tensors older checkpoints carry that are not parameters (buffers) or are tied to another tensor.
-_IGNORED_KEYS = re.compile(r"(^|\.)(embeddings\.position_ids|embeddings\.token_type_ids|"
-                           r"cls\.predictions\.decoder\.weight)$")
+DECODER_KEY = "cls.predictions.decoder.weight"
+# Tensors older checkpoints carry that are not parameters (buffers).
+_IGNORED_KEYS = re.compile(r"(^|\.)(embeddings\.position_ids|embeddings\.token_type_ids)$")
 _TF_NAMES = ((".gamma", ".weight"), (".beta", ".bias"))
 
 
@@ -84,6 +84,7 @@ class LoadReport:
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     mismatched: list[tuple[str, tuple, tuple]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # why some of the keys above are there
 
     @property
     def complete(self) -> bool:
@@ -100,6 +101,7 @@ class LoadReport:
         if self.unexpected:
             lines.append("  ignored (in the checkpoint, not used by this model):")
             lines += [f"    {line}" for line in _layer_pattern(self.unexpected)]
+        lines += [f"  {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -140,6 +142,20 @@ def normalise_keys(state: dict[str, torch.Tensor], expected: set[str]) -> dict[s
     return result
 
 
+def drop_tied_decoder(state: dict[str, torch.Tensor], expected: set[str], report: LoadReport) -> None:
+    """A model whose decoder is tied reads the word embeddings: a checkpoint's copy of them is dropped,
+    but a decoder of its own (an untied checkpoint) is reported as ignored, not silently replaced."""
+    if DECODER_KEY not in state or DECODER_KEY in expected:
+        return
+    decoder = state.pop(DECODER_KEY)
+    words = next((t for k, t in state.items() if k.endswith("embeddings.word_embeddings.weight")), None)
+    if words is not None and torch.equal(decoder, words):
+        return
+    report.unexpected.append(DECODER_KEY)
+    report.notes.append(f"{DECODER_KEY} differs from the word embeddings (an untied checkpoint): this model ties "
+                        f"its decoder to them; load with tie_word_embeddings=False to keep the checkpoint's")
+
+
 def check_position_type(config: BertConfig, keys: set[str], source: Path) -> None:
     """A relative config needs distance embeddings in the checkpoint, an absolute one must not
     find them: either way the checkpoint was trained differently, and loading would be silently wrong."""
@@ -157,19 +173,35 @@ def check_position_type(config: BertConfig, keys: set[str], source: Path) -> Non
             f"relative_key_query in config.json")
 
 
-def load_into(model: torch.nn.Module, directory: Path) -> LoadReport:
+def check_sinusoidal_table(model: torch.nn.Module, state: dict[str, torch.Tensor], source: Path) -> None:
+    """A sinusoidal model keeps its table fixed: loading a learned one into it would freeze other positions."""
+    if model.config.position_embedding_type != "sinusoidal":
+        return
+    fixed = getattr(model, "bert", model).embeddings.position_embeddings.weight
+    table = next((t for k, t in state.items() if k.endswith("embeddings.position_embeddings.weight")), None)
+    if table is not None and (table.shape != fixed.shape or not torch.allclose(table.float(), fixed, atol=1e-6)):
+        raise CheckpointError(f"{source}: position_embedding_type='sinusoidal' but the checkpoint's position "
+                              f"table is not the sinusoidal one; it was learned: load it as "
+                              f"position_embedding_type='absolute'")
+
+
+def load_into(model: torch.nn.Module, directory: Path, ignore_mismatched_sizes: bool = False) -> LoadReport:
+    """Tensors that do not fit the model's shapes: in the heads (classifier, cls) re-initialised and
+    reported, in the encoder an error unless `ignore_mismatched_sizes`, which re-initialises them too."""
     expected = model.state_dict()
     weights = read_weights(directory)
     if is_modernbert_state(weights):
         weights = from_modernbert_state(weights, set(expected))
     state = normalise_keys(weights, set(expected))
     check_position_type(model.config, set(state), directory)
+    check_sinusoidal_table(model, state, directory)
     report = LoadReport(str(directory), type(model).__name__)
+    drop_tied_decoder(state, set(expected), report)
     fitting = {}
     for key, tensor in state.items():
         if key not in expected:
             if key.endswith("embeddings.position_embeddings.weight") \
-                    and model.config.position_embedding_type != "absolute":
+                    and model.config.position_embedding_type not in POSITION_TABLE_TYPES:
                 continue  # transformers always saves this table; relative models never use it
             report.unexpected.append(key)
         elif tensor.shape != expected[key].shape:
@@ -177,11 +209,12 @@ def load_into(model: torch.nn.Module, directory: Path) -> LoadReport:
         else:
             fitting[key] = tensor
     body_mismatch = [item for item in report.mismatched if not item[0].startswith(("classifier.", "cls."))]
-    if body_mismatch:
+    if body_mismatch and not ignore_mismatched_sizes:
         key, found, wanted = body_mismatch[0]
         raise CheckpointError(
             f"{directory}: {len(body_mismatch)} tensor(s) do not fit the model config, e.g. {key}: "
-            f"checkpoint {found} vs model {wanted}; the checkpoint's config.json and weights disagree")
+            f"checkpoint {found} vs model {wanted}; the checkpoint's config.json and weights disagree "
+            f"(ignore_mismatched_sizes=True re-initialises them instead)")
     model.load_state_dict(fitting, strict=False)
     report.loaded = len(fitting)
     mismatched_keys = {key for key, _, _ in report.mismatched}
@@ -193,10 +226,12 @@ class PretrainedMixin:
     """`from_pretrained` / `save_pretrained` for the model classes in bertlab.model."""
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, **config_overrides):
-        """Loads a bertlab or Hugging Face BERT directory. `config_overrides` replace config.json
-        values (e.g. num_labels, id2label, gradient_checkpointing). The load report is logged and
-        kept as `model.load_report`."""
+    def from_pretrained(cls, path: str | os.PathLike, ignore_mismatched_sizes: bool = False, **config_overrides):
+        """Loads a bertlab or Hugging Face BERT directory, in eval mode as transformers does.
+        `config_overrides` replace config.json values (e.g. num_labels, id2label, output_hidden_states,
+        tie_word_embeddings, gradient_checkpointing). Encoder tensors whose shapes differ from the
+        config's are an error unless `ignore_mismatched_sizes`. The load report is logged and kept as
+        `model.load_report`."""
         unknown = sorted(set(config_overrides) - {f.name for f in dataclasses.fields(BertConfig)})
         if unknown:
             raise ConfigError(f"from_pretrained: unknown config override(s) {', '.join(unknown)}; "
@@ -213,10 +248,10 @@ class PretrainedMixin:
             values["id2label"] = values["label2id"] = None  # the saved label names no longer apply
         config = BertConfig.from_dict(values)
         model = cls(config)
-        model.load_report = load_into(model, directory)
+        model.load_report = load_into(model, directory, ignore_mismatched_sizes)
         level = logging.INFO if model.load_report.complete else logging.WARNING
         log.log(level, "%s", model.load_report)
-        return model
+        return model.eval()
 
     def save_pretrained(self, path: str | os.PathLike) -> None:
         """Writes transformers' format: BERT's (BertFor…) for a BERT, ModernBERT's for a ModernBERT-shaped

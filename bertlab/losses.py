@@ -93,10 +93,11 @@ class _LinearCrossEntropySum(torch.autograd.Function):
     share of the hidden gradient. Keeping the probabilities (fp32 [rows, vocab], until the forward
     returns) spares the backward recomputing the logits, one of the four vocabulary-wide matmuls;
     it only scales the saved gradients. The target terms, a gather, are handled once outside the chunks.
+    `logits_out`, when given ([rows, vocab], no gradient), receives each chunk's logits on the way.
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, dtype, needs_gradients):
+    def forward(ctx, hidden, weight, bias, targets, dtype, needs_gradients, logits_out):
         scored, targets = targets >= 0, targets.clamp(min=0)
         h, w = hidden.to(dtype), weight.to(dtype)
         starts = range(0, w.shape[0], _vocab_chunk(h.shape[0]))
@@ -105,6 +106,8 @@ class _LinearCrossEntropySum(torch.autograd.Function):
         for start, lse in zip(starts, chunk_lse):
             end = start + starts.step
             logits = torch.mm(h, w[start:end].t()).float().add_(bias[start:end])
+            if logits_out is not None:
+                logits_out[:, start:end] = logits
             maxima = logits.amax(-1)
             softmax = torch.softmax(logits, -1, out=logits)
             torch.sub(maxima, softmax.amax(-1).log_(), out=lse)  # the softmax at the maximum is exp(max − lse)
@@ -122,7 +125,7 @@ class _LinearCrossEntropySum(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_output):
         grad_hidden, grad_weight, grad_bias = (gradient * grad_output for gradient in ctx.saved_tensors)
-        return grad_hidden, grad_weight, grad_bias, None, None, None
+        return grad_hidden, grad_weight, grad_bias, None, None, None, None
 
 
 def _gradients(h, w, targets, scored, chunks):
@@ -146,16 +149,22 @@ def _gradients(h, w, targets, scored, chunks):
 
 
 def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-                             targets: torch.Tensor) -> torch.Tensor:
+                             targets: torch.Tensor, with_logits: bool = False):
     """`cross_entropy_sum(F.linear(hidden, weight, bias), targets)` for a vocabulary-sized `weight`
     [C, H], computed in cache-sized vocabulary chunks; rows with a negative target count zero, as
     there. Under autocast the matmuls run in its dtype, as F.linear's would; the result is the same
-    up to rounding order. Rows are taken in groups whose probabilities fit in _GROUP_BYTES."""
+    up to rounding order. Rows are taken in groups whose probabilities fit in _GROUP_BYTES.
+    `with_logits`: (loss, logits), the logits [N, C] in the matmuls' dtype and without a graph, written
+    as the chunks pass (one write of them, not the backward through them)."""
     device = hidden.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     needs_gradients = torch.is_grad_enabled() and any(t.requires_grad for t in (hidden, weight, bias))
     rows_per_group = max(1, _GROUP_BYTES // (4 * weight.shape[0]))
+    logits = torch.empty(hidden.shape[0], weight.shape[0], dtype=dtype, device=hidden.device) if with_logits else None
+    row_groups = hidden.split(rows_per_group)
+    logit_groups = logits.split(rows_per_group) if with_logits else [None] * len(row_groups)
     with torch.autocast(device, enabled=False):
-        losses = [_LinearCrossEntropySum.apply(rows, weight, bias, row_targets, dtype, needs_gradients)
-                  for rows, row_targets in zip(hidden.split(rows_per_group), targets.split(rows_per_group))]
-    return losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+        losses = [_LinearCrossEntropySum.apply(rows, weight, bias, row_targets, dtype, needs_gradients, row_logits)
+                  for rows, row_targets, row_logits in zip(row_groups, targets.split(rows_per_group), logit_groups)]
+    loss = losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+    return (loss, logits) if with_logits else loss

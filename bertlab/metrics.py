@@ -14,6 +14,11 @@ from matplotlib.figure import Figure
 from bertlab.hf_format import write_atomically
 
 METRICS_CSV = "metrics.csv"
+# The validation sets a run can log, by metric prefix, with what each measures. A pretraining run whose
+# training sequences are built otherwise than plain text (copied pairs) logs both; every other run, `val/` alone.
+VALIDATION, TEXT_VALIDATION = "val", "val_text"
+VALIDATION_SETS = {VALIDATION: "held-out, built like training", TEXT_VALIDATION: "held-out plain text"}
+VALIDATION_PREFIXES = tuple(f"{name}/" for name in VALIDATION_SETS)
 # Metrics where lower is better; every other validation metric is best at its maximum.
 _LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
 
@@ -47,8 +52,8 @@ def metric_names(frame: pd.DataFrame) -> list[str]:
     return [name for name in frame.columns if name not in ("step", "epoch") and not frame[name].dropna().empty]
 
 
-def final_values(frame: pd.DataFrame, prefix: str = "") -> dict[str, float]:
-    """The last logged value of every metric whose name starts with `prefix`."""
+def final_values(frame: pd.DataFrame, prefix: str | tuple[str, ...] = "") -> dict[str, float]:
+    """The last logged value of every metric whose name starts with `prefix` (or one of them)."""
     return {name: float(series(frame, name).iloc[-1]) for name in metric_names(frame) if name.startswith(prefix)}
 
 
@@ -56,17 +61,42 @@ def summarise_metrics(frame: pd.DataFrame) -> dict[str, Any]:
     """Last value of every metric, and the best value and its step for each validation metric."""
     summary: dict[str, Any] = {"step": int(frame["step"].max()), "final": final_values(frame), "best": {}}
     for name in metric_names(frame):
-        if name.startswith("val/"):
+        if name.startswith(VALIDATION_PREFIXES):
             step, value = best_point(series(frame, name), name=name)
             summary["best"][name] = {"value": value, "step": step}
+    if _validates_on_both(frame):
+        summary["validation_sets"] = VALIDATION_SETS
     return summary
 
 
-def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
-    """One panel for the losses (training and validation), one per other validation metric."""
+def _validates_on_both(frame: pd.DataFrame) -> bool:
+    return any(name.startswith(f"{TEXT_VALIDATION}/") for name in frame.columns)
+
+
+def metric_label(name: str, frame: pd.DataFrame) -> str:
+    """`name`, and what its validation set measures when the run logs more than one."""
+    prefix = name.split("/")[0]
+    if prefix in VALIDATION_SETS and _validates_on_both(frame):
+        return f"{name} ({VALIDATION_SETS[prefix]})"
+    return name
+
+
+def plot_panels(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """(title, metrics) of each panel of metrics.png: one for the losses (training and validation), one per
+    other validation metric, which holds it for every validation set (val/perplexity beside val_text/perplexity)."""
     losses = [name for name in frame.columns if name.endswith("loss")]
-    others = [name for name in frame.columns if name.startswith("val/") and name not in losses]
-    panels = ([("loss", losses)] if losses else []) + [(name, [name]) for name in others]
+    others: dict[str, list[str]] = {}
+    for name in frame.columns:
+        if name.startswith(VALIDATION_PREFIXES) and name not in losses:
+            others.setdefault(name.split("/", 1)[1], []).append(name)
+    return ([("loss", losses)] if losses else []) + [(names[0] if len(names) == 1 else metric, names)
+                                                      for metric, names in others.items()]
+
+
+def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
+    """metrics.png: the `plot_panels`, each validation curve labelled with what its set measures (`metric_label`),
+    the plain text's dashed."""
+    panels = plot_panels(frame)
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
     figure = Figure(figsize=(5 * columns, 3.5 * rows), layout="constrained")
@@ -75,8 +105,10 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
         axes = figure.add_subplot(rows, columns, index + 1)
         for name in names:
             values = series(frame, name)
-            if name.startswith("val/"):
-                axes.plot(values.index, values.values, marker="o", markersize=3, label=name)
+            if name.startswith(VALIDATION_PREFIXES):
+                text = name.startswith(f"{TEXT_VALIDATION}/")  # dashed in every panel
+                axes.plot(values.index, values.values, marker="o", markersize=3, linestyle="--" if text else "-",
+                          label=metric_label(name, frame))
             else:
                 line, = axes.plot(values.index, values.values, alpha=0.3, linewidth=0.8)
                 smoothed = values.rolling(max(1, len(values) // 50), min_periods=1).mean()
@@ -87,7 +119,7 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
         axes.set_xlabel("step")
         axes.grid(alpha=0.3)
         if len(names) > 1:
-            axes.legend()
+            axes.legend(fontsize="small")
     write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
 
 
@@ -97,9 +129,9 @@ def run_summary(run_dir: Path, minutes: float, monitor: str | None = None, mode:
     lines = [f"Run folder: {run_dir}", f"Wall time: {minutes:.1f} min"]
     frame = read_metrics(run_dir)
     for name in sorted(metric_names(frame)):
-        if name.startswith("val/") or name.endswith("tokens_per_sec"):
+        if name.startswith(VALIDATION_PREFIXES) or name.endswith("tokens_per_sec"):
             values = series(frame, name)
-            lines.append(f"{name}: {values.iloc[0]:.4g} (step {values.index[0]}) → "
+            lines.append(f"{metric_label(name, frame)}: {values.iloc[0]:.4g} (step {values.index[0]}) → "
                          f"{values.iloc[-1]:.4g} (step {values.index[-1]})")
     if monitor in metric_names(frame):
         step, value = best_point(series(frame, monitor), mode, monitor)

@@ -5,7 +5,8 @@ Module and parameter names follow Hugging Face's `modeling_bert` (`bert.embeddin
 travel between the two without renaming. Inside, the code is organised for reading and speed:
 one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction: the
 head, and the last layer's queries and everything after them, run only at the positions the loss reads
-(the masked ones; [CLS] for classification).
+(the masked ones; [CLS] for classification). The Python API (inputs, masks, outputs, the loss and
+its logits) is described in docs/model_api.md.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from bertlab.hf_format import PretrainedMixin
-from bertlab.config import BertConfig
+from bertlab.config import POSITION_TABLE_TYPES, RELATIVE_POSITION_TYPES, BertConfig
 from bertlab.dropout import Dropout, dropout
 from bertlab.errors import ConfigError
 from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
@@ -40,8 +41,41 @@ ACTIVATIONS = {
 }
 
 
+class ModelOutput:
+    """Attribute access, and indexing as transformers' ModelOutput: `out["logits"]`, `out[0]`, `out.to_tuple()`
+    and iteration over the keys, all over the fields that are not None, in their order."""
+
+    def keys(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
+
+    def values(self) -> list:
+        return [getattr(self, key) for key in self.keys()]
+
+    def items(self) -> list[tuple[str, object]]:
+        return [(key, getattr(self, key)) for key in self.keys()]
+
+    def to_tuple(self) -> tuple:
+        return tuple(self.values())
+
+    def __getitem__(self, key: str | int | slice):
+        if isinstance(key, str):
+            if key not in self.keys():
+                raise KeyError(key)
+            return getattr(self, key)
+        return self.to_tuple()[key]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __contains__(self, key) -> bool:
+        return key in self.keys()
+
+
 @dataclass
-class BertModelOutput:
+class BertModelOutput(ModelOutput):
     last_hidden_state: torch.Tensor
     pooler_output: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
@@ -49,18 +83,19 @@ class BertModelOutput:
 
 
 @dataclass
-class PreTrainingOutput:
+class PreTrainingOutput(ModelOutput):
     loss: torch.Tensor | None
     prediction_logits: torch.Tensor | None  # None when asked for the loss only (return_logits=False)
     seq_relationship_logits: torch.Tensor
-    mlm_loss: torch.Tensor | None = None
-    nsp_loss: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    # bertlab's, after transformers' fields so that positions index alike
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
 
 
 @dataclass
-class LogitsOutput:
+class LogitsOutput(ModelOutput):
     loss: torch.Tensor | None
     logits: torch.Tensor | None  # None when asked for the loss only (return_logits=False)
     hidden_states: tuple[torch.Tensor, ...] | None = None
@@ -112,6 +147,17 @@ def _pre_norm(config: BertConfig, present: bool = True) -> nn.Module | None:
     return norm_layer(config) if config.norm_position == "pre" and present else None
 
 
+def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
+    """The Transformer's fixed position encoding (Vaswani et al., 2017), [length, width]:
+    PE(pos, 2i) = sin(pos / 10000^(2i/width)), PE(pos, 2i + 1) = cos(pos / 10000^(2i/width))."""
+    angles = torch.arange(length, dtype=torch.float64)[:, None] \
+        * 10000.0 ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)
+    table = torch.empty(length, width, dtype=torch.float64)
+    table[:, 0::2] = angles.sin()
+    table[:, 1::2] = angles.cos()[:, :width // 2]
+    return table.float()
+
+
 class BertEmbeddings(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -119,15 +165,17 @@ class BertEmbeddings(nn.Module):
                                             padding_idx=config.pad_token_id)
         # Relative position types encode order inside attention; an unused absolute table would
         # only hold dead parameters (and break DDP's unused-parameter check).
-        if config.position_embedding_type == "absolute":
+        if config.position_embedding_type in POSITION_TABLE_TYPES:
             self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        if config.position_embedding_type == "sinusoidal":  # filled by _init_weights, and never trained
+            self.position_embeddings.weight.requires_grad_(False)
         if config.type_vocab_size:  # 0: token types are not embedded (and ignored when given)
             self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = norm_layer(config) if config.embedding_norm else nn.Identity()
         self.dropout = Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids, token_type_ids, position_ids):
-        embeddings = self.word_embeddings(input_ids)
+    def forward(self, input_ids, token_type_ids, position_ids, inputs_embeds=None):
+        embeddings = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         if hasattr(self, "token_type_embeddings"):
             embeddings = embeddings + self.token_type_embeddings(token_type_ids)
         if hasattr(self, "position_embeddings"):
@@ -255,10 +303,11 @@ class BertSelfAttention(nn.Module):
             scores = query @ key.transpose(-1, -2) / math.sqrt(self.head_size)
             if bias is not None:
                 scores = scores + bias
-            probs = scores.softmax(dim=-1)
+            # As transformers: dropout, then the head mask; the returned probabilities are those that weigh the values.
+            probs = dropout(scores.softmax(dim=-1), dropout_p, self.training)
             if head_mask is not None:
                 probs = probs * head_mask
-            context = dropout(probs, dropout_p, self.training) @ value
+            context = probs @ value
         else:
             probs = None
             context = F.scaled_dot_product_attention(query, key, value, attn_mask=bias, dropout_p=dropout_p)
@@ -438,6 +487,29 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
             nn.init.ones_(module.weight)
             if getattr(module, "bias", None) is not None:
                 nn.init.zeros_(module.bias)
+        elif isinstance(module, BertEmbeddings):  # after its tables (apply visits children first)
+            self._init_embedding_tables(module)
+
+    def _init_embedding_tables(self, embeddings: BertEmbeddings) -> None:
+        """The sinusoidal table, and `embedding_init: orthogonal`'s tables: orthogonal rows (or columns, for
+        a table taller than wide) scaled so that the entries have the normal init's standard deviation."""
+        config = self.config
+        learned = [embeddings.word_embeddings]
+        if hasattr(embeddings, "token_type_embeddings"):
+            learned.append(embeddings.token_type_embeddings)
+        if config.position_embedding_type == "sinusoidal":
+            with torch.no_grad():
+                embeddings.position_embeddings.weight.copy_(
+                    sinusoidal_positions(config.max_position_embeddings, config.hidden_size))
+        elif hasattr(embeddings, "position_embeddings"):
+            learned.append(embeddings.position_embeddings)
+        if config.embedding_init != "orthogonal":
+            return
+        for table in learned:
+            nn.init.orthogonal_(table.weight, gain=config.initializer_range * math.sqrt(max(table.weight.shape)))
+            if table.padding_idx is not None:
+                with torch.no_grad():
+                    table.weight[table.padding_idx].zero_()
 
     def post_init(self, *new_modules: nn.Module) -> None:
         """Initialises the whole model, or only `new_modules`: a head on a BertModel that has
@@ -456,6 +528,38 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
         for layer, heads in heads_to_prune.items():
             bert.encoder.layer[layer].attention.prune_heads(heads)
         self.config.pruned_heads = checked.pruned_heads
+
+    def get_extended_attention_mask(self, attention_mask: torch.Tensor | None, input_shape: tuple[int, int],
+                                    dtype: torch.dtype = torch.float32) -> torch.Tensor | None:
+        """transformers' rule: a 1/0 mask, [batch, length] over the keys or [batch, from, to] per query,
+        becomes an additive [batch, 1, 1 or from, to] bias, 0 where kept and dtype's minimum where masked;
+        a 4-D mask is taken as such a bias already (what this method returns), only checked.
+        None: nothing masked."""
+        if attention_mask is None:
+            return None
+        batch, length = input_shape
+        expected = {2: (batch, length), 3: (batch, length, length), 4: (batch, 1, length, length)}.get(
+            attention_mask.dim())
+        shape = tuple(attention_mask.shape)
+        if expected is None or shape[-1] != length or any(size not in (1, wanted)
+                                                          for size, wanted in zip(shape, expected)):
+            raise ValueError(f"attention_mask must be [batch, length] = [{batch}, {length}], [batch, from, to] = "
+                             f"[{batch}, {length}, {length}] or an extended [batch, 1, from, to] bias, "
+                             f"got shape {list(shape)}")
+        if attention_mask.dim() == 4:
+            if not attention_mask.is_floating_point() or bool((attention_mask > 0).any()):
+                raise ValueError("a 4-D attention_mask is an additive bias (0 to attend, a large negative "
+                                 "number to mask, as get_extended_attention_mask returns); got "
+                                 + (f"dtype {attention_mask.dtype}" if not attention_mask.is_floating_point()
+                                    else "positive values: pass a 1/0 mask as [batch, length] or [batch, from, to]"))
+            return attention_mask.to(dtype).clamp(min=torch.finfo(dtype).min)
+        keep = attention_mask[:, None, None, :] if attention_mask.dim() == 2 else attention_mask[:, None]
+        return (1.0 - keep.to(dtype)) * torch.finfo(dtype).min
+
+    def outputs_asked(self, output_attentions: bool | None, output_hidden_states: bool | None) -> tuple[bool, bool]:
+        """As transformers: an argument left at None takes the config's output_attentions / output_hidden_states."""
+        return (self.config.output_attentions if output_attentions is None else output_attentions,
+                self.config.output_hidden_states if output_hidden_states is None else output_hidden_states)
 
     def gradient_checkpointing_enable(self, enabled: bool = True) -> None:
         self.config.gradient_checkpointing = enabled
@@ -491,25 +595,28 @@ class BertModel(BertPreTrainedModel):
         # As transformers' post_init: a model is built pruned, so a pruned checkpoint's weights fit.
         self.prune_heads(config.pruned_heads)
 
-    def _check_shapes(self, input_ids: torch.Tensor) -> None:
-        if input_ids.dim() != 2:
+    def _input_shape(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> torch.Size:
+        """[batch, length] of the one input given, checked."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass either input_ids or inputs_embeds, not both" if input_ids is not None
+                             else "pass input_ids ([batch, length]) or inputs_embeds ([batch, length, hidden_size])")
+        if input_ids is not None and input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [batch, length], got shape {tuple(input_ids.shape)}")
-        if input_ids.shape[1] > self.config.max_position_embeddings:
+        hidden_size = self.config.hidden_size
+        if inputs_embeds is not None and (inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != hidden_size):
+            raise ValueError(f"inputs_embeds must be [batch, length, hidden_size={hidden_size}], "
+                             f"got shape {tuple(inputs_embeds.shape)}")
+        shape = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
+        if shape[1] > self.config.max_position_embeddings:
             raise ConfigError(
-                f"sequence length {input_ids.shape[1]} exceeds max_position_embeddings "
+                f"sequence length {shape[1]} exceeds max_position_embeddings "
                 f"({self.config.max_position_embeddings}); truncate inputs (data.max_seq_length) or "
                 f"build the model with a larger position table")
-
-    def _attention_bias(self, attention_mask: torch.Tensor | None, dtype: torch.dtype):
-        """[B, L] 1/0 key mask → additive [B, 1, 1, L] bias (None when nothing is masked out)."""
-        if attention_mask is None:
-            return None
-        bias = (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
-        return bias
+        return shape
 
     def _local_attention_bias(self, bias: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
-        """The global bias ([B, 1, 1, L] or None) with the keys more than window // 2 positions from each
-        query masked out too: [B or 1, 1, L, L], ModernBERT's sliding_window_mask."""
+        """The global bias (None, or [B or 1, 1, 1 or L, L] from a 2-D, 3-D or 4-D mask) with the keys more than
+        window // 2 positions from each query masked out too: [B or 1, 1, L, L], ModernBERT's sliding_window_mask."""
         positions = torch.arange(like.shape[1], device=like.device)
         outside = (positions[:, None] - positions[None, :]).abs() > self.config.local_attention_window // 2
         inside = torch.zeros((), dtype=like.dtype, device=like.device) if bias is None else bias
@@ -532,17 +639,21 @@ class BertModel(BertPreTrainedModel):
                               f"mask the heads of the unpruned model instead")
         return head_mask.expand(layers, heads).to(like.device, like.dtype)[:, :, None, None]
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                output_attentions=False, output_hidden_states=False, output_positions=None) -> BertModelOutput:
-        """`output_positions` ([B, P]): the last layer runs only at these positions (see BertEncoder), so
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                output_attentions=None, output_hidden_states=None, output_positions=None, *,
+                inputs_embeds=None) -> BertModelOutput:
+        """`inputs_embeds` ([B, L, H]) in place of `input_ids`: the word vectors the embedding table would
+        give. `output_positions` ([B, P]): the last layer runs only at these positions (see BertEncoder), so
         last_hidden_state is [B, P, H]; the pooler reads its first column."""
-        self._check_shapes(input_ids)
+        shape = self._input_shape(input_ids, inputs_embeds)
+        output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
+        device = (input_ids if input_ids is not None else inputs_embeds).device
         if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
+            token_type_ids = torch.zeros(shape, dtype=torch.long, device=device)
         if position_ids is None:
-            position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]
-        hidden_states = self.embeddings(input_ids, token_type_ids, position_ids)
-        bias = self._attention_bias(attention_mask, hidden_states.dtype)
+            position_ids = torch.arange(shape[1], device=device)[None, :]
+        hidden_states = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
+        bias = self.get_extended_attention_mask(attention_mask, shape, hidden_states.dtype)
         local_bias = self._local_attention_bias(bias, hidden_states) if self.config.has_local_layers else None
         head_mask = self._head_mask(head_mask, hidden_states)
         eager = self.config.attn_implementation == "eager"
@@ -579,22 +690,33 @@ class BertHeadPooler(BertPredictionHeadTransform):
             return super().forward(hidden_states[:, 0])
         if attention_mask is None:
             return super().forward(hidden_states.mean(dim=1))
+        if attention_mask.dim() != 2:
+            raise ValueError(f"classifier_pooling 'mean' averages the positions a [batch, length] attention_mask "
+                             f"keeps; got a {attention_mask.dim()}-D mask, which names no positions to average")
         weights = attention_mask[..., None].to(hidden_states.dtype)
         return super().forward((hidden_states * weights).sum(dim=1) / weights.sum(dim=1))
 
 
 class BertLMPredictionHead(nn.Module):
-    """transform → decoder tied to the word embeddings, with its own bias."""
+    """transform → decoder tied to the word embeddings (or, with tie_word_embeddings false, its own
+    `decoder`), with its own bias."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         self.transform = BertPredictionHeadTransform(config)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.decoder_bias else None
-        self._word_embeddings = (word_embeddings,)  # a tuple: tied, not registered twice
+        if config.tie_word_embeddings:
+            self._word_embeddings = (word_embeddings,)  # a tuple: tied, not registered twice
+        else:
+            self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    @property
+    def tied(self) -> bool:
+        return not hasattr(self, "decoder")
 
     @property
     def decoder_weight(self) -> torch.Tensor:
-        return self._word_embeddings[0].weight
+        return self._word_embeddings[0].weight if self.tied else self.decoder.weight
 
     def forward(self, hidden_states):
         return F.linear(self.transform(hidden_states), self.decoder_weight, self.bias)
@@ -618,10 +740,15 @@ def predicted_positions(labels: torch.Tensor, per_row: int | None = None) -> tor
 
 
 def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
-              predictions_per_row: int | None = None, positions: torch.Tensor | None = None):
-    """Full logits without labels; with labels, logits (and loss) only at the labelled positions.
-    `return_logits=False` (with labels) computes the loss without returning the logits, on CPU in
-    cache-sized vocabulary chunks: the fast path of a training step, which needs only the loss.
+              predictions_per_row: int | None = None, positions: torch.Tensor | None = None,
+              differentiable_logits: bool = False):
+    """Full logits without labels; with labels, the loss and logits only at the labelled positions.
+
+    With labels the gradients flow through the loss alone: the logits come without their graph, and on
+    CPU the loss is computed in cache-sized vocabulary chunks (losses.linear_cross_entropy_sum), the
+    fast path of a training step; `return_logits=False` skips the logits altogether. A caller who
+    computes a loss of its own from these logits asks for `differentiable_logits` (the slower path of
+    a plain cross-entropy over logits kept for the backward pass), or calls without labels.
 
     The head reads `predicted_positions` ([B, P]): `sequence_output` is already at them when
     `positions` are given (the encoder's last layer ran only there), else it is gathered. Without
@@ -644,13 +771,22 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
         count = max(targets.numel(), 1)
     else:
         count = (targets != IGNORE_INDEX).sum().clamp(min=1)
-    if not return_logits and hidden.device.type == "cpu":
-        # Chunked, as the logits would not stay in a CPU's cache; a GPU does one large matmul faster
-        # (benchmarks.mlm_head_loss: 2.1 against 3.3 ms compiled, BERT-Base's batch-256 block on an H200).
-        bias = head.decoder_weight.new_zeros(head.decoder_weight.shape[0]) if head.bias is None else head.bias
-        return None, linear_cross_entropy_sum(head.transform(hidden), head.decoder_weight, bias, targets) / count
+    # Chunked on CPU, as the logits would not stay in its cache; a GPU does one large matmul faster
+    # (benchmarks.mlm_head_loss: 2.1 against 3.3 ms compiled, BERT-Base's batch-256 block on an H200).
+    # Without gradients, logits are wanted whole (validation): the plain path computes them once.
+    if hidden.device.type == "cpu" and not differentiable_logits and (torch.is_grad_enabled() or not return_logits):
+        transformed = head.transform(hidden)
+        weight = head.decoder_weight
+        bias = weight.new_zeros(weight.shape[0]) if head.bias is None else head.bias
+        if not return_logits:
+            return None, linear_cross_entropy_sum(transformed, weight, bias, targets) / count
+        loss, logits = linear_cross_entropy_sum(transformed, weight, bias, targets, with_logits=True)
+        return logits, loss / count
     logits = head(hidden)
-    return logits if return_logits else None, cross_entropy_sum(logits, targets) / count
+    loss = cross_entropy_sum(logits, targets) / count
+    if not return_logits:
+        return None, loss
+    return (logits if differentiable_logits else logits.detach()), loss
 
 
 def sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states):
@@ -668,26 +804,30 @@ class BertForPreTraining(BertPreTrainedModel):
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=True)
         self.post_init(self.cls)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, next_sentence_label=None, output_attentions=False,
-                output_hidden_states=False, return_logits=True, predictions_per_row=None) -> PreTrainingOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, next_sentence_label=None, output_attentions=None, output_hidden_states=None,
+                return_logits=True, predictions_per_row=None, differentiable_logits=False, *,
+                inputs_embeds=None) -> PreTrainingOutput:
+        """With `labels`, prediction_logits are those of the labelled positions, without their graph
+        unless `differentiable_logits` (see masked_lm)."""
+        output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
         predicted = sparse_output_positions(labels, predictions_per_row, output_attentions,
                                             output_hidden_states or self.config.classifier_pooling == "mean")
         # The pooler reads the last layer's first output: [CLS] goes first.
         computed = None if predicted is None else torch.cat((torch.zeros_like(predicted[:, :1]), predicted), dim=1)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states, computed)
+                        output_attentions, output_hidden_states, computed, inputs_embeds=inputs_embeds)
         sequence_output = out.last_hidden_state if predicted is None else out.last_hidden_state[:, 1:]
         prediction_logits, mlm_loss = masked_lm(self.cls.predictions, sequence_output, labels, return_logits,
-                                                predictions_per_row, predicted)
+                                                predictions_per_row, predicted, differentiable_logits)
         seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)
         nsp_loss = None
         if next_sentence_label is not None:
             nsp_loss = F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
         losses = [part for part in (mlm_loss, nsp_loss) if part is not None]
         loss = sum(losses) if losses else None
-        return PreTrainingOutput(loss, prediction_logits, seq_relationship_logits, mlm_loss, nsp_loss,
-                                 out.hidden_states, out.attentions)
+        return PreTrainingOutput(loss, prediction_logits, seq_relationship_logits, out.hidden_states, out.attentions,
+                                 mlm_loss, nsp_loss)
 
 
 class BertForMaskedLM(BertPreTrainedModel):
@@ -697,21 +837,26 @@ class BertForMaskedLM(BertPreTrainedModel):
         self.cls = BertPreTrainingHeads(config, self.bert.embeddings.word_embeddings, with_nsp=False)
         self.post_init(self.cls)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, output_attentions=False, output_hidden_states=False,
-                return_logits=True, predictions_per_row=None) -> LogitsOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None,
+                return_logits=True, predictions_per_row=None, differentiable_logits=False, *,
+                inputs_embeds=None) -> LogitsOutput:
+        """With `labels`, the logits are those of the labelled positions, without their graph unless
+        `differentiable_logits` (see masked_lm)."""
+        output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
         positions = sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states, positions)
+                        output_attentions, output_hidden_states, positions, inputs_embeds=inputs_embeds)
         logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, return_logits,
-                                 predictions_per_row, positions)
+                                 predictions_per_row, positions, differentiable_logits)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
     def share_embeddings(self, embeddings: BertEmbeddings) -> None:
-        """Reads and trains `embeddings`, another model's, in place of its own, its decoder tied to their
-        word vectors: ELECTRA's generator shares its discriminator's."""
+        """Reads and trains `embeddings`, another model's, in place of its own, its decoder (when tied) tied
+        to their word vectors: ELECTRA's generator shares its discriminator's."""
         self.bert.embeddings = embeddings
-        self.cls.predictions._word_embeddings = (embeddings.word_embeddings,)
+        if self.cls.predictions.tied:
+            self.cls.predictions._word_embeddings = (embeddings.word_embeddings,)
 
 
 class BertForSequenceClassification(BertPreTrainedModel):
@@ -723,13 +868,16 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init(self.classifier)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, output_attentions=False, output_hidden_states=False) -> LogitsOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None, *, inputs_embeds=None) -> LogitsOutput:
+        output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
+        inputs = input_ids if input_ids is not None else inputs_embeds
         # The pooler reads [CLS] alone: the last layer runs only there, unless every layer's outputs are asked for.
         every_position = output_attentions or output_hidden_states or self.config.classifier_pooling == "mean"
-        cls_only = None if every_position else torch.zeros_like(input_ids[:, :1])
+        cls_only = None if every_position or inputs is None \
+            else torch.zeros(inputs.shape[0], 1, dtype=torch.long, device=inputs.device)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states, cls_only)
+                        output_attentions, output_hidden_states, cls_only, inputs_embeds=inputs_embeds)
         logits = self.classifier(self.dropout(out.pooler_output))
         loss = None if labels is None else self._loss(logits, labels)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)

@@ -1,15 +1,18 @@
 """BERT WordPiece tokenizers: train, load and save them in the Hugging Face layout.
 
 A tokenizer is a `tokenizers.Tokenizer` with BERT's normalisation (clean-up, Chinese characters
-split, optional lower-casing + accent stripping), BERT's pre-tokenizer, a WordPiece model with "##"
+split, optional lower-casing and accent stripping), BERT's pre-tokenizer, a WordPiece model with "##"
 continuation pieces and a `[CLS] A [SEP] B [SEP]` post-processor, so `tok.encode(a, b)` gives the
-same ids and type ids as `transformers.BertTokenizerFast`.
+same ids and type ids as `transformers.BertTokenizerFast`. `WordPieceOptions` are the settings of
+transformers' BasicTokenizer and WordpieceTokenizer; `BertTokenizer` wraps a tokenizer with
+transformers' token-level methods.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -21,33 +24,70 @@ _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")
 _CONTINUATION_PREFIX = "##"
 
 
+@dataclass(frozen=True)
+class WordPieceOptions:
+    """How a tokenizer normalises and splits text: the options of transformers' BasicTokenizer and
+    WordpieceTokenizer under their names (`lowercase` is its `do_lower_case`), checked here."""
+    lowercase: bool = True
+    strip_accents: bool | None = None  # None: strip them when lower-casing, as BERT's uncased models do
+    tokenize_chinese_chars: bool = True  # each CJK character a word of its own
+    never_split: tuple[str, ...] = ()  # kept whole and never normalised: special tokens, ids after [MASK]
+    max_input_chars_per_word: int = 100  # a longer word becomes [UNK]
+
+    def __post_init__(self) -> None:
+        for name in ("lowercase", "tokenize_chinese_chars"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"tokenizer.{name}={getattr(self, name)!r}: expected true or false")
+        if self.strip_accents is not None and not isinstance(self.strip_accents, bool):
+            raise ConfigError(f"tokenizer.strip_accents={self.strip_accents!r}: expected true, false or null "
+                              "(null: strip accents when lower-casing)")
+        length = self.max_input_chars_per_word
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise ConfigError(f"tokenizer.max_input_chars_per_word={length!r}: expected a whole number of "
+                              "characters, at least 1")
+        if isinstance(self.never_split, str):
+            raise ConfigError(f"tokenizer.never_split={self.never_split!r}: expected a list of tokens, "
+                              f"such as [{self.never_split!r}]")
+        for token in self.never_split:
+            if not isinstance(token, str) or not token or any(character.isspace() for character in token):
+                raise ConfigError(f"tokenizer.never_split: {token!r} is not a token: expected text without "
+                                  "spaces, such as [URL]")
+        never_split = dict.fromkeys(token for token in self.never_split if token not in SPECIAL_TOKENS)
+        object.__setattr__(self, "never_split", tuple(never_split))  # a config's list, once each, in order
+
+
 def train_tokenizer(
-    texts: Iterable[str], vocab_size: int, min_frequency: int = 2, lowercase: bool = True
+    texts: Iterable[str], vocab_size: int, min_frequency: int = 2, lowercase: bool = True, *,
+    strip_accents: bool | None = None, tokenize_chinese_chars: bool = True, never_split: Iterable[str] = (),
+    max_input_chars_per_word: int = 100,
 ) -> Tokenizer:
-    """Train a WordPiece vocabulary of at most `vocab_size` entries; special tokens get ids 0..4.
+    """Train a WordPiece vocabulary of at most `vocab_size` entries; special tokens get ids 0..4, the
+    `never_split` tokens the ids after them. The keyword options are `WordPieceOptions`'.
 
     The same texts give the same vocabulary, ids included. `tokenizers` numbers the "##c" pieces in
     hash-map order and breaks ties between equally frequent merges by those numbers
     (huggingface/tokenizers#1794), so the trainer gets them up front, sorted, as extra special
-    tokens; the tokenizer returned has only BERT's own. `texts` is read twice (an iterator is
-    turned into a list first).
+    tokens; the tokenizer returned has only BERT's own and the never-split ones. `texts` is read
+    twice (an iterator is turned into a list first).
     """
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ConfigError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
+    options = WordPieceOptions(lowercase, strip_accents, tokenize_chinese_chars, never_split, max_input_chars_per_word)
+    reserved = len(SPECIAL_TOKENS) + len(options.never_split)
+    if vocab_size <= reserved:
+        raise ConfigError(f"vocab_size must exceed the {reserved} special and never-split tokens, got {vocab_size}")
     if iter(texts) is texts:
         texts = list(texts)
-    tokenizer = _bert_tokenizer(lowercase=lowercase)
+    tokenizer = _bert_tokenizer(options=options)
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=[*SPECIAL_TOKENS, *_continuation_pieces(tokenizer, texts)],
+        special_tokens=[*SPECIAL_TOKENS, *options.never_split, *_continuation_pieces(tokenizer, texts)],
         limit_alphabet=1000,
         continuing_subword_prefix=_CONTINUATION_PREFIX,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
-    if tokenizer.get_vocab_size() <= len(SPECIAL_TOKENS):
+    if tokenizer.get_vocab_size() <= reserved:
         raise DataError("cannot train a tokenizer: the training texts contain no words")
-    return _bert_tokenizer(tokenizer.get_vocab(), lowercase=lowercase)
+    return _bert_tokenizer(tokenizer.get_vocab(), options=options)
 
 
 def _continuation_pieces(tokenizer: Tokenizer, texts: Iterable[str]) -> list[str]:
@@ -92,8 +132,10 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
 def save_tokenizer(tokenizer: Tokenizer, directory: str | Path) -> None:
     """Write tokenizer.json, vocab.txt, tokenizer_config.json and special_tokens_map.json.
 
-    tokenizer_config.json repeats the normaliser's settings: `BertTokenizerFast` rebuilds the
-    normaliser from them when they disagree with tokenizer.json.
+    tokenizer_config.json repeats the normaliser's and the model's settings: `BertTokenizerFast`
+    rebuilds the normaliser from them when they disagree with tokenizer.json, `BertTokenizer` reads
+    nothing else. The never-split tokens are also its `additional_special_tokens`: transformers keeps
+    those whole wherever they stand and never lower-cases them, as `tokenizers` does its special tokens.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -105,17 +147,59 @@ def save_tokenizer(tokenizer: Tokenizer, directory: str | Path) -> None:
             f"cannot write {directory / 'vocab.txt'}: the tokenizer's ids are not contiguous from 0"
         )
     (directory / "vocab.txt").write_text("".join(f"{token}\n" for token in tokens_by_id), encoding="utf-8")
-    special_tokens_map = {f"{key}_token": token for key, token in zip(_SPECIAL_TOKEN_KEYS, SPECIAL_TOKENS)}
+    never_split = [token.content for _, token in sorted(tokenizer.get_added_tokens_decoder().items())
+                   if token.special and token.content not in SPECIAL_TOKENS]
+    special_tokens_map = {**{f"{key}_token": token for key, token in zip(_SPECIAL_TOKEN_KEYS, SPECIAL_TOKENS)},
+                          "additional_special_tokens": never_split}
     normalizer = json.loads(tokenizer.to_str()).get("normalizer") or {}
     config = {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": normalizer.get("lowercase", False),
         "strip_accents": normalizer.get("strip_accents"),
         "tokenize_chinese_chars": normalizer.get("handle_chinese_chars", True),
+        "never_split": never_split,
+        # BertTokenizer (the slow one) always takes 100; BertTokenizerFast reads tokenizer.json's.
+        "max_input_chars_per_word": getattr(tokenizer.model, "max_input_chars_per_word", 100),
         **special_tokens_map,
     }
     for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", special_tokens_map)):
         (directory / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+
+
+class BertTokenizer:
+    """transformers' token-level methods over a bertlab tokenizer, the `tokenizers.Tokenizer` in
+    `backend_tokenizer` (as `BertTokenizerFast` holds one): `tokenize`, `convert_tokens_to_ids`,
+    `convert_ids_to_tokens`. Unknown tokens map to [UNK]'s id; an id outside the vocabulary is an error."""
+
+    def __init__(self, backend_tokenizer: Tokenizer):
+        self.backend_tokenizer = backend_tokenizer
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> BertTokenizer:
+        """A checkpoint folder, a tokenizer.json or a vocab.txt, as `load_tokenizer` reads them."""
+        return cls(load_tokenizer(path))
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        save_tokenizer(self.backend_tokenizer, directory)
+
+    def tokenize(self, text: str, pair: str | None = None, add_special_tokens: bool = False) -> list[str]:
+        return self.backend_tokenizer.encode(text, pair, add_special_tokens=add_special_tokens).tokens
+
+    def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
+        if isinstance(tokens, str):
+            token_id = self.backend_tokenizer.token_to_id(tokens)
+            return special_token_ids(self.backend_tokenizer)["unk"] if token_id is None else token_id
+        return [self.convert_tokens_to_ids(token) for token in tokens]
+
+    def convert_ids_to_tokens(self, ids: int | Iterable[int], skip_special_tokens: bool = False) -> str | list[str]:
+        if isinstance(ids, int):
+            token = self.backend_tokenizer.id_to_token(ids)
+            if token is None:
+                raise ValueError(f"token id {ids} is outside the vocabulary: expected 0 to "
+                                 f"{self.backend_tokenizer.get_vocab_size() - 1}")
+            return token
+        special = {id for id, token in self.backend_tokenizer.get_added_tokens_decoder().items() if token.special}
+        return [self.convert_ids_to_tokens(int(id)) for id in ids if not (skip_special_tokens and int(id) in special)]
 
 
 def special_token_ids(tokenizer: Tokenizer) -> dict[str, int]:
@@ -153,27 +237,35 @@ def _load_vocab_txt(file: Path) -> Tokenizer:
         tokens.pop()
     if not tokens:
         raise CheckpointError(f"vocabulary file {file} is empty: expected one WordPiece token per line")
-    config = _read_tokenizer_config(file.parent / "tokenizer_config.json")
-    return _bert_tokenizer(
-        {token: index for index, token in enumerate(tokens)},
-        lowercase=config.get("do_lower_case", True),
-        strip_accents=config.get("strip_accents"),
-        handle_chinese_chars=config.get("tokenize_chinese_chars", True),
-    )
+    settings = file.parent / "tokenizer_config.json"
+    config = _read_tokenizer_config(settings)
+    try:
+        options = WordPieceOptions(
+            lowercase=config.get("do_lower_case", True),
+            strip_accents=config.get("strip_accents"),
+            tokenize_chinese_chars=config.get("tokenize_chinese_chars", True),
+            never_split=config.get("never_split") or (),
+            max_input_chars_per_word=config.get("max_input_chars_per_word", 100),
+        )
+    except ConfigError as error:
+        raise CheckpointError(f"tokenizer settings {settings}: {error}") from None
+    return _bert_tokenizer({token: index for index, token in enumerate(tokens)}, options=options)
 
 
-def _bert_tokenizer(vocab: dict[str, int] | None = None, *, lowercase: bool, strip_accents: bool | None = None,
-                    handle_chinese_chars: bool = True) -> Tokenizer:
+def _bert_tokenizer(vocab: dict[str, int] | None = None, *, options: WordPieceOptions) -> Tokenizer:
     """BERT's normaliser, pre-tokenizer and decoder around a WordPiece model of `vocab` (None: an
-    empty one, to train); its special tokens are added, and the [CLS] A [SEP] post-processor."""
-    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix=_CONTINUATION_PREFIX))
+    empty one, to train); its special and never-split tokens are added, and the [CLS] A [SEP]
+    post-processor."""
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix=_CONTINUATION_PREFIX,
+                                           max_input_chars_per_word=options.max_input_chars_per_word))
     tokenizer.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=handle_chinese_chars, strip_accents=strip_accents, lowercase=lowercase
+        clean_text=True, handle_chinese_chars=options.tokenize_chinese_chars, strip_accents=options.strip_accents,
+        lowercase=options.lowercase,
     )
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=_CONTINUATION_PREFIX)
     if vocab:
-        tokenizer.add_special_tokens([token for token in SPECIAL_TOKENS if token in vocab])
+        tokenizer.add_special_tokens([token for token in (*SPECIAL_TOKENS, *options.never_split) if token in vocab])
         if "[CLS]" in vocab and "[SEP]" in vocab:
             _add_bert_post_processor(tokenizer)
     return tokenizer

@@ -67,7 +67,7 @@ def smaller_config(source: BertConfig, *, layers: int, hidden: int, heads: int, 
     if source.pruned_heads:
         raise ConfigError("the source model has pruned heads: its layers differ in width; "
                           "select from an unpruned model")
-    if source.position_embedding_type != "absolute" and hidden // heads != source_head:
+    if source.relative_positions and hidden // heads != source_head:
         raise ConfigError(f"position_embedding_type={source.position_embedding_type!r}: the distance tables are "
                           f"{source_head} wide, so the heads must stay {source_head} wide "
                           f"(heads={hidden // source_head})")

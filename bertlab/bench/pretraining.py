@@ -4,6 +4,8 @@ Both train on the same batch of full-length sequences (as run_mlm.py's group_tex
 [CLS] … [SEP], no padding) of random word-piece ids of the bert-base-uncased vocabulary. Each
 masks it anew every step: bertlab inside its step (mask_tokens), transformers in
 DataCollatorForLanguageModeling, which run_mlm.py calls on the critical path of every step.
+A third row, "bertlab, user loop", is bertlab's BertForMaskedLM in transformers' loop and on its
+collator's batches: the plain `model(**batch).loss.backward()` of a user's own loop (never compiled).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from bertlab.config import BertConfig
 from bertlab.flops import mlm_training_flops
 from bertlab.lit.masking import predicted_per_batch
 from bertlab.lit.pretraining import PretrainingModule
+from bertlab.model import BertForMaskedLM
 from bertlab.training.app import model_preset
 
 HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
@@ -39,6 +42,7 @@ FAST_PATH_SWITCHES = {
     "foreach AdamW": ({}, {"optimizer": partial(torch.optim.AdamW, foreach=True)}),
     "CUDA graphs": ({}, {**COMPILED, "compile_mode": "reduce-overhead"}),
 }
+USER_LOOP = "bertlab, user loop"
 AUTOCAST_ONLY = ("fp32 residual stream",)  # the same model as the default outside autocast: measured in bf16 only
 CUDA_ONLY = ("CUDA graphs",)  # torch.compile leaves CPU code as it is
 
@@ -118,15 +122,20 @@ def bertlab_measurement(setup: MlmSetup, special_ids: dict[str, int], *, optimiz
     return measure
 
 
-def transformers_loop(setup: MlmSetup, special_ids: dict[str, int]) -> tuple[TransformersLoop, Callable[[], dict]]:
-    """Stock BertForMaskedLM in its training loop, and the next batch as run_mlm.py's collator makes it."""
-    torch.manual_seed(setup.seed)
-    config = transformers.BertConfig(**{name: getattr(setup.config, name) for name in HF_FIELDS})
-    loop = TransformersLoop(transformers.BertForMaskedLM(config), setup.device, setup.precision)
+def collator_batches(setup: MlmSetup, special_ids: dict[str, int]) -> Callable[[], dict]:
+    """The next batch as run_mlm.py's collator makes it."""
     tokenizer = transformers.BertTokenizerFast.from_pretrained(setup.tokenizer_dir)
     collator = transformers.DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15)
     examples = mlm_examples(setup, special_ids)
-    return loop, lambda: collator(examples)
+    return lambda: collator(examples)
+
+
+def transformers_loop(setup: MlmSetup, special_ids: dict[str, int]) -> tuple[TransformersLoop, Callable[[], dict]]:
+    """Stock BertForMaskedLM in its training loop, and the collator's batches."""
+    torch.manual_seed(setup.seed)
+    config = transformers.BertConfig(**{name: getattr(setup.config, name) for name in HF_FIELDS})
+    loop = TransformersLoop(transformers.BertForMaskedLM(config), setup.device, setup.precision)
+    return loop, collator_batches(setup, special_ids)
 
 
 def transformers_measurement(setup: MlmSetup, special_ids: dict[str, int]) -> Measurement:
@@ -134,14 +143,32 @@ def transformers_measurement(setup: MlmSetup, special_ids: dict[str, int]) -> Me
     return lambda: loop.run(next_batch, setup.steps, setup.warmup)
 
 
+def user_loop_measurement(setup: MlmSetup, special_ids: dict[str, int]) -> Measurement:
+    """bertlab's BertForMaskedLM where transformers' stands: its plain call, `model(**batch).loss`, in the
+    same loop on the same batches. Built at its first measurement, like the module's arm."""
+    arm: list[tuple[TransformersLoop, Callable[[], dict]]] = []
+
+    def measure() -> float:
+        if not arm:
+            torch.manual_seed(setup.seed)
+            arm.append((TransformersLoop(BertForMaskedLM(setup.config), setup.device, setup.precision),
+                        collator_batches(setup, special_ids)))
+        loop, next_batch = arm[0]
+        return loop.run(next_batch, setup.steps, setup.warmup)
+
+    return measure
+
+
 def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small_vocab: int | None = None,
             fast_paths: tuple[str, ...] = ()) -> list[Result]:
-    """transformers and bertlab, plus bertlab with a recipe-sized vocabulary and with each of
-    `fast_paths` (names in FAST_PATH_SWITCHES) switched, measured in turns."""
-    configs = {"transformers": setup.config, "bertlab": setup.config}
-    options = {"transformers": {}, "bertlab": bertlab_options(setup)}
+    """transformers, bertlab's module and bertlab's model in the user's loop, plus bertlab with a
+    recipe-sized vocabulary and with each of `fast_paths` (names in FAST_PATH_SWITCHES) switched,
+    measured in turns."""
+    configs = {"transformers": setup.config, "bertlab": setup.config, USER_LOOP: setup.config}
+    options = {"transformers": {}, "bertlab": bertlab_options(setup), USER_LOOP: {}}
     measurements = {"transformers": transformers_measurement(setup, special_ids),
-                    "bertlab": bertlab_measurement(setup, special_ids)}
+                    "bertlab": bertlab_measurement(setup, special_ids),
+                    USER_LOOP: user_loop_measurement(setup, special_ids)}
     if small_vocab is not None:
         name, config = f"bertlab, vocab {small_vocab}", replace(setup.config, vocab_size=small_vocab)
         configs[name], options[name] = config, bertlab_options(setup)
@@ -156,10 +183,11 @@ def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int, *, small
         measurements[name] = bertlab_measurement(replace(setup, config=config), special_ids, **switch)
     timings = interleave(measurements, repeats)
     tokens = setup.batch_size * setup.length
-    compiled = "; bertlab compiled, with static masking" if setup.compile else ""
+    compiled = "; bertlab's module compiled, with static masking" if setup.compile else ""
     setting = (f"batch {setup.batch_size} × {setup.length} tokens, vocab {setup.config.vocab_size} unless named, "
                f"dropout {setup.config.hidden_dropout_prob:g}, AdamW, clipping 1.0; "
-               f"transformers = stock BertForMaskedLM as run_mlm.py trains it{compiled}")
+               f"transformers = stock BertForMaskedLM as run_mlm.py trains it; {USER_LOOP} = bertlab's "
+               f"BertForMaskedLM in that loop, its plain model(**batch).loss{compiled}")
     results = []
     for name, timing in timings.items():
         predicted = tokens if name == "transformers" else bertlab_predicted_positions(setup, options[name])

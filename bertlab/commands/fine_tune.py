@@ -6,15 +6,12 @@ The best checkpoint (on `task.monitor`) is exported to <run>/hf_model in Hugging
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from bertlab.errors import CheckpointError, ConfigError
+from bertlab.errors import ConfigError
 from bertlab.metrics import best_point, read_metrics, series
 from bertlab.model import BertForSequenceClassification
-from bertlab.recipe_files import recipe_names, recipe_text
 from bertlab.tokenizer import special_token_ids
 from bertlab.training.app import launch
 from bertlab.training.fit import fit
@@ -27,8 +24,9 @@ def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> Bert
               "label2id": {name: index for index, name in enumerate(label_names)},
               "num_labels": len(label_names)}
     if cfg.model.init_from:
-        model = BertForSequenceClassification.from_pretrained(  # logs which weights are loaded and new
-            cfg.model.init_from, **labels, **init_from_overrides(cfg.model))
+        # from_pretrained logs which weights are loaded and new, and returns eval mode, which Lightning's fit keeps
+        model = BertForSequenceClassification.from_pretrained(
+            cfg.model.init_from, **labels, **init_from_overrides(cfg.model)).train()
     else:
         model = BertForSequenceClassification(model_config(
             cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
@@ -41,34 +39,9 @@ def data_tokenizer(cfg: DictConfig) -> str:
     return str(cfg.data.get("tokenizer"))
 
 
-def header_command(recipe: str, output: str) -> str | None:
-    """The `python -m bertlab …` command in a recipe's header comments whose --output is `output`."""
-    for line in (recipe_text(recipe) or "").splitlines():
-        command = line.lstrip("# ").strip()
-        if command.startswith("python -m bertlab") and command.endswith(f"--output outputs/{output}"):
-            return command
-    return None
-
-
-def missing_checkpoint_hint(init_from: Path, run_name: str) -> str:
-    """How to make a missing `model.init_from`: the `train` recipe of a `<recipe>/latest` path, or the
-    command in a recipe's header comments (the running recipe's first) whose --output is that folder."""
-    parts = init_from.parts
-    producer = parts[parts.index("latest") - 1] if "latest" in parts[1:] else None
-    if producer and recipe_text(producer) is not None:
-        return f"; make one first with: python -m bertlab train +recipe={producer}"
-    for recipe in sorted(recipe_names(), key=lambda name: name != run_name):
-        command = header_command(recipe, init_from.name)
-        if command:
-            return f"; recipes/{recipe}.yaml's header makes it with: {command}"
-    return ""
-
-
-def check_init_from(cfg: DictConfig) -> None:
-    init_from = cfg.model.init_from
-    if init_from and not Path(init_from).is_dir():
-        hint = missing_checkpoint_hint(Path(init_from), str(cfg.get("name", "")))
-        raise CheckpointError(f"model.init_from={init_from}: no such checkpoint folder{hint}")
+def check_tokenizer(cfg: DictConfig) -> None:
+    """A classifier from scratch reads its vocabulary from `data.tokenizer` (a checkpoint's folder is
+    checked by bertlab.training.requirements before the run starts)."""
     if not cfg.data.get("tokenizer"):
         raise ConfigError("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a "
                           "checkpoint folder), or start from a checkpoint with model.init_from=…")
@@ -78,7 +51,7 @@ def fine_tune(cfg: DictConfig) -> float | None:
     """Fits and exports the classifier; returns the best value of `monitor`, the objective a sweeper
     such as Optuna (hydra/sweeper=optuna) optimises (None in the processes other than the first, which
     write no metrics, and in runs that never validate)."""
-    check_init_from(cfg)
+    check_tokenizer(cfg)
 
     def prepare():
         datamodule = instantiate(cfg.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only

@@ -5,6 +5,10 @@ longest-first for pairs, as Hugging Face does), stored as token ids, and padded 
 Training batches group rows of similar length; evaluation batches are sorted by length, and each
 batch carries `index` (the row in its split) so predictions can be put back in the original order,
 and a distillation's teacher outputs looked up (bertlab.lit.distillation).
+
+With a selection split (`selection_fraction` > 0, bertlab.data.selection) some training rows are held out:
+validation then runs on two loaders, the selection split first (logged as val/…, what the checkpoint is
+chosen on) and the validation split second (logged as dev/…, what is reported).
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
 from bertlab.data.sampling import ResumableTrainingOrder, length_sorted_order
+from bertlab.data.selection import split_selection
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
+SELECTION_SPLIT = "selection"  # the training rows held out to choose the checkpoint on
 
 _TOKEN_FEATURES = {
     "input_ids": datasets.List(datasets.Value("int32")),
@@ -218,6 +224,8 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     default to the names of a ClassLabel label column, else LABEL_0, LABEL_1, ...; string labels
     are mapped to ids through `label_names`. The test split (for `test` and `predict`) may be
     unlabelled: no label column, or every label -1 as in GLUE; its batches then carry no labels.
+    `selection_fraction` of the training rows (at most `selection_max_rows`, drawn with `selection_seed`) are
+    held out as the selection split, validated before the validation split (bertlab.data.selection).
     `transfer` (TransferSettings' fields) appends a distillation's transfer set to the training split,
     its rows labelled UNLABELLED (NaN for regression): the teacher labels them; `cache_dir` keeps it.
 
@@ -246,6 +254,9 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         seed: int = 0,
         limit_train_samples: int | None = None,
         limit_eval_samples: int | None = None,
+        selection_fraction: float = 0.0,
+        selection_max_rows: int = 1000,
+        selection_seed: int = 0,
         transfer: Mapping[str, Any] | None = None,
         cache_dir: str | None = None,
     ) -> None:
@@ -278,6 +289,10 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.seed = seed
         self.limit_train_samples = limit_train_samples
         self.limit_eval_samples = limit_eval_samples
+        self.selection_fraction = selection_fraction
+        self.selection_max_rows = selection_max_rows
+        self.selection_seed = selection_seed
+        self._selection: tuple[np.ndarray, np.ndarray] | None = None  # (training rows, selection rows)
         self.transfer = TransferSettings.from_config(transfer or {})
         self.cache_dir = cache_dir
         self._transfer_examples: list[tuple[str, ...]] | None = None
@@ -299,7 +314,7 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         wanted = {
-            "fit": [self.train_split, self.validation_split],
+            "fit": [self.train_split, *([SELECTION_SPLIT] * bool(self.selection_fraction)), self.validation_split],
             "validate": [self.validation_split],
             "test": [self.test_split],
             "predict": [self.test_split],
@@ -315,7 +330,10 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
                                          pad_token_id=special_token_ids(self.tokenizer)["pad"],
                                          num_workers=self.num_workers)
 
-    def val_dataloader(self) -> DataLoader:
+    def val_dataloader(self) -> DataLoader | list[DataLoader]:
+        """The validation split's batches; after those of the selection split when there is one."""
+        if SELECTION_SPLIT in self.datasets:
+            return [self._eval_dataloader(SELECTION_SPLIT), self._eval_dataloader(self.validation_split)]
         return self._eval_dataloader(self.validation_split)
 
     def test_dataloader(self) -> DataLoader:
@@ -363,6 +381,25 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         return self._transfer_examples
 
     def _raw_split(self, split: str) -> datasets.Dataset:
+        """The split as loaded, cut to its `limit_*_samples`; the training split less the selection split's rows,
+        which are the selection split."""
+        if split == SELECTION_SPLIT:
+            return self._loaded_split(self.train_split).select(self._selection_rows()[1])
+        dataset = self._loaded_split(split)
+        if split == self.train_split and self.selection_fraction:
+            dataset = dataset.select(self._selection_rows()[0])
+        return dataset
+
+    def _selection_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(training rows, selection rows) of the loaded training split, drawn once."""
+        if self._selection is None:
+            dataset = self._loaded_split(self.train_split)
+            labels = self._labels(dataset, self.train_split, f"split {self.train_split!r} of {self.source}")
+            self._selection = split_selection(labels, self.selection_fraction, self.selection_max_rows,
+                                              self.selection_seed)
+        return self._selection
+
+    def _loaded_split(self, split: str) -> datasets.Dataset:
         """The split as loaded, cut to its `limit_*_samples`."""
         if self._raw is None:
             self._raw = load_dataset_source(self.source, what="classification dataset")

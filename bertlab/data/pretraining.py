@@ -9,10 +9,11 @@ are batched `datasets.map`s (in `num_proc` processes), and the tokenizer trains 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,8 @@ from bertlab.data import sources as sources_module
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import cache_folder, load_dataset_source, require_columns, written_once
 from bertlab.errors import ConfigError, DataError
-from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
+from bertlab.metrics import TEXT_VALIDATION, VALIDATION
+from bertlab.tokenizer import WordPieceOptions, load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,8 @@ VALIDATION_FRACTION = 0.05
 TOKENIZE_BATCH_SIZE = 100
 # Documents per `map` batch when packing.
 PACKING_BATCH_SIZE = 256
+# The split of the validation documents packed as the training ones are, when those are copied pairs.
+TRAINING_STYLE_VALIDATION = "validation_training_style"
 
 _HEADING = re.compile(r"^(?P<marks>(?:= )+)(?P<title>.*?)(?: =)+$")
 # Split after ., ! or ?, also when a closing quote or bracket follows them.
@@ -315,8 +319,11 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     `source` is anything `load_dataset_source` reads; its `text_column` is a stream of lines (see
     `group_documents`, `wrapped_lines`). `validation_source` replaces the corpus's validation text: a
     file, or a source whose validation split is read. Without `tokenizer_path` a WordPiece vocabulary of `vocab_size` is trained
-    on the training split. Without a validation split, VALIDATION_FRACTION of the training
-    documents are held out. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
+    on the training split, with the options `lowercase` to `max_input_chars_per_word`
+    (`bertlab.tokenizer.WordPieceOptions`). Without a validation split, VALIDATION_FRACTION of the training
+    documents are held out. With `copy_pair_prob`, the validation documents are packed twice: as plain
+    text and, like the training ones, with copied pairs (split TRAINING_STYLE_VALIDATION); `val_dataloader`
+    then gives both. `max_train_lines` / `max_eval_lines` keep only the first lines (quick
     runs). Cached arrow files and trained tokenizers go to `cache_dir` (default: the `datasets`
     cache folder + "/bertlab"). Batches: see `PretrainingCollator`; masking happens in the
     training step (`bertlab.lit.masking.mask_tokens`). `pad_to_max_length` pads every batch to
@@ -332,6 +339,10 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         tokenizer_path: str | None = None,
         vocab_size: int = 8192,
         lowercase: bool = True,
+        strip_accents: bool | None = None,
+        tokenize_chinese_chars: bool = True,
+        never_split: Sequence[str] = (),
+        max_input_chars_per_word: int = 100,
         max_seq_length: int = 128,
         short_seq_prob: float = 0.1,
         nsp: bool = False,
@@ -368,7 +379,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.source = source
         self.tokenizer_path = tokenizer_path
         self.vocab_size = vocab_size
-        self.lowercase = lowercase
+        self.tokenizer_options = WordPieceOptions(lowercase, strip_accents, tokenize_chinese_chars, never_split,
+                                                  max_input_chars_per_word)
         self.max_seq_length = max_seq_length
         self.short_seq_prob = short_seq_prob
         self.nsp = nsp
@@ -419,11 +431,13 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             documents = self._hold_out_validation(documents["train"])
         self.tokenizer = self._load_or_train_tokenizer(documents["train"])
         self.collator = self._make_collator(self.tokenizer)
+        if self.copy_pair_prob:  # validation text as the training sequences are built, beside it as plain text
+            documents[TRAINING_STYLE_VALIDATION] = documents["validation"]
         for split, documents_of_split in documents.items():
-            copy_pair_prob = self.copy_pair_prob if split == "train" else 0.0  # validation: plain text
+            copy_pair_prob = self.copy_pair_prob if split in ("train", TRAINING_STYLE_VALIDATION) else 0.0
             sequences = self._sequences(documents_of_split, self.tokenizer, copy_pair_prob)
             num_tokens = pc.sum(pc.list_value_length(sequences.data.column("input_ids"))).as_py()
-            source = self.validation_source if split == "validation" and self.validation_source else self.source
+            source = self.validation_source if split != "train" and self.validation_source else self.source
             logger.info(
                 "%s split of %s: %d documents, %d sequences, %d tokens",
                 split, source, len(documents_of_split), len(sequences), num_tokens,
@@ -445,8 +459,15 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         sampler = self.training_sampler(lengths, self.batch_size, self.seed, drop_short_batch=self.pad_to_max_length)
         return self._loader("train", self.batch_size, sampler)
 
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("validation", self.eval_batch_size, None)
+    def val_dataloader(self) -> DataLoader | dict[str, DataLoader]:
+        """The validation sequences; when the training ones are copied pairs, a dict by validation set
+        (bertlab.metrics.VALIDATION_SETS): the plain text first, which keeps the masks (seeded by the
+        dataloader's index) that it had as the only one, then the same text as copied pairs."""
+        plain = self._loader("validation", self.eval_batch_size, None)
+        if TRAINING_STYLE_VALIDATION not in self.datasets:
+            return plain
+        training_style = self._loader(TRAINING_STYLE_VALIDATION, self.eval_batch_size, None)
+        return {TEXT_VALIDATION: plain, VALIDATION: training_style}
 
     def _dataset(self, split: str) -> datasets.Dataset:
         if split not in self.datasets:
@@ -530,12 +551,13 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         if self.tokenizer_path:
             return load_tokenizer(self.tokenizer_path)
         fingerprint = Hasher.hash(
-            [documents._fingerprint, self.vocab_size, self.lowercase, _PIPELINE_SOURCE_HASH]
+            [documents._fingerprint, self.vocab_size, dataclasses.astuple(self.tokenizer_options), _PIPELINE_SOURCE_HASH]
         )
         directory = self.cache_dir / f"tokenizer-{fingerprint}"
         if (directory / "tokenizer.json").is_file():
             return load_tokenizer(directory)
-        tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size, lowercase=self.lowercase)
+        tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size,
+                                    **dataclasses.asdict(self.tokenizer_options))
         save_tokenizer(tokenizer, directory)
         logger.info(
             "trained a %d-token WordPiece vocabulary on %s, saved to %s",

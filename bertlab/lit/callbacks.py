@@ -26,7 +26,7 @@ from tokenizers import Tokenizer
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.flops import dense_bf16_peak_flops
 from bertlab.hf_format import export_pretrained, write_atomically
-from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
+from bertlab.metrics import VALIDATION_PREFIXES, plot_metrics, read_metrics, summarise_metrics
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -229,7 +229,8 @@ class FiniteLossGuard(L.Callback):
         # An update that blows the weights up is saved before any training loss shows it; the
         # validation just before the save does.
         diverged = sorted(name for name, value in trainer.callback_metrics.items()
-                          if name.startswith("val/") and name.endswith("loss") and not torch.isfinite(value).all())
+                          if name.startswith(VALIDATION_PREFIXES) and name.endswith("loss")
+                          and not torch.isfinite(value).all())
         if not trainer.strategy.reduce_boolean_decision(not diverged, all=True):
             self._stop(trainer, f"{diverged[0] if diverged else 'validation loss'} became NaN or inf after "
                                 f"training step {trainer.global_step - 1}")

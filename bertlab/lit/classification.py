@@ -76,6 +76,8 @@ class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
             self.model.compile()
         self.regression = model.config.num_labels == 1
         self.val_metrics = validation_metrics(model.config)
+        # A second validation loader (a data module's validation split beside its selection split) logs as dev/….
+        self.dev_metrics = self.val_metrics.clone(prefix="dev/")
 
     def forward_flops(self, batch_size: int, length: int) -> float:
         return classification_forward_flops(self.model.config, batch_size, length)
@@ -96,15 +98,18 @@ class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
         # Lightning resets logged metrics at epoch end, under trainer.validate's inference mode too,
         # which leaves inference tensors a later fit's validation could not update in place.
         self.val_metrics.reset()
+        self.dev_metrics.reset()
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         labels = batch["labels"]
         output = self._forward(batch, labels)
         logits = output.logits.float()
         predictions = logits.squeeze(-1) if self.regression else logits.argmax(-1)
-        self.val_metrics.update(predictions, labels)
-        self.log("val/loss", output.loss, prog_bar=True, batch_size=labels.shape[0])
-        self.log_dict(self.val_metrics)
+        metrics, prefix = (self.val_metrics, "val/") if dataloader_idx == 0 else (self.dev_metrics, "dev/")
+        metrics.update(predictions, labels)
+        self.log(f"{prefix}loss", output.loss, prog_bar=dataloader_idx == 0, batch_size=labels.shape[0],
+                 add_dataloader_idx=False)
+        self.log_dict(metrics, add_dataloader_idx=False)
 
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> dict:
         """Probabilities per class (or the regression value), with the batch's `index` when it has one

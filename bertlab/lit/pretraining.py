@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+from torch import nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
@@ -21,6 +22,7 @@ from bertlab.flops import mlm_forward_flops
 from bertlab.lit.masking import mask_tokens, masking_generator, predicted_per_batch, predictions_per_row
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.metrics import VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
@@ -72,10 +74,17 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
             self.model.set_dropout(dropout)
         if compile:
             self.model.compile(mode=compile_mode)
-        self.val_loss = MeanMetric()
-        self.val_accuracy = MulticlassAccuracy(num_classes=model_config.vocab_size, average="micro",
-                                               validate_args=False)
-        self.val_nsp_accuracy = MulticlassAccuracy(num_classes=2, average="micro") if nsp else None
+        # Per validation set (see `validation_set`); torchmetrics' states are not saved in checkpoints.
+        self.val_metrics = nn.ModuleDict({name: self._validation_metrics(model_config.vocab_size, nsp)
+                                          for name in VALIDATION_SETS})
+
+    @staticmethod
+    def _validation_metrics(vocab_size: int, nsp: bool) -> nn.ModuleDict:
+        metrics = {"loss": MeanMetric(),
+                   "accuracy": MulticlassAccuracy(num_classes=vocab_size, average="micro", validate_args=False)}
+        if nsp:
+            metrics["nsp_accuracy"] = MulticlassAccuracy(num_classes=2, average="micro")
+        return nn.ModuleDict(metrics)
 
     def init_output_bias(self, token_counts: np.ndarray) -> None:
         """The MLM decoder's bias at the training tokens' log frequencies (see `init_unigram_bias`)."""
@@ -150,30 +159,41 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
         output, labels = self._masked_forward(batch, generator, return_logits=True)
         targets = self._predicted_targets(labels)
         scored = targets != IGNORE_INDEX
+        metrics = self.val_metrics[validation_set(self.trainer, dataloader_idx)]
         if self.hparams.nsp:
             logits, mlm_loss = output.prediction_logits, output.mlm_loss
-            self.val_nsp_accuracy.update(output.seq_relationship_logits.argmax(-1), batch["next_sentence_label"])
+            metrics["nsp_accuracy"].update(output.seq_relationship_logits.argmax(-1), batch["next_sentence_label"])
         else:
             logits, mlm_loss = output.logits, output.loss
-        self.val_loss.update(mlm_loss, weight=scored.sum())
-        self.val_accuracy.update(logits[scored].argmax(-1), targets[scored])
+        metrics["loss"].update(mlm_loss, weight=scored.sum())
+        metrics["accuracy"].update(logits[scored].argmax(-1), targets[scored])
 
     def on_validation_epoch_start(self) -> None:
         # Reset in the loop that updates them: states reset at the end of a trainer.validate run are
         # inference tensors, which a later fit's validation could not update in place.
-        for metric in (self.val_loss, self.val_accuracy, self.val_nsp_accuracy):
-            if metric is not None:
+        for metrics in self.val_metrics.values():
+            for metric in metrics.values():
                 metric.reset()
 
     def on_validation_epoch_end(self) -> None:
-        loss = self.val_loss.compute()
-        metrics = {"val/loss": loss, "val/perplexity": loss.exp(), "val/accuracy": self.val_accuracy.compute()}
-        if self.val_nsp_accuracy is not None:
-            metrics["val/nsp_accuracy"] = self.val_nsp_accuracy.compute()
-        self.log_dict(metrics, prog_bar=True)
+        logged = {}
+        for name, metrics in self.val_metrics.items():
+            if metrics["loss"].update_called:  # a set this validation read
+                values = {key: metric.compute() for key, metric in metrics.items()}
+                values["perplexity"] = values["loss"].exp()
+                logged.update({f"{name}/{key}": value for key, value in values.items()})
+        self.log_dict(logged, prog_bar=True)
 
     def configure_optimizers(self) -> dict:
         return configure_optimization(self, self.optimizer_factory, self.scheduler_factory)
+
+
+def validation_set(trainer, dataloader_idx: int) -> str:
+    """The validation set (a key of bertlab.metrics.VALIDATION_SETS, its metrics' prefix) that dataloader
+    `dataloader_idx` reads: its key when the validation dataloaders are a dict (PretrainingDataModule's, when
+    the training sequences are copied pairs), else `val`."""
+    loaders = trainer.val_dataloaders
+    return list(loaders)[dataloader_idx] if isinstance(loaders, Mapping) else VALIDATION
 
 
 def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int, seed: int,

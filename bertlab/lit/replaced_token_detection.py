@@ -30,8 +30,12 @@ from bertlab.flops import encoder_forward_flops, expected_masked_positions, mlm_
 from bertlab.lit.masking import mask_tokens, masking_generator
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
-from bertlab.lit.pretraining import TRAIN_STREAM, VALIDATION_STREAM, checked_model_config, init_unigram_bias
+from bertlab.lit.pretraining import (TRAIN_STREAM, VALIDATION_STREAM, checked_model_config, init_unigram_bias,
+                                     validation_set)
+from bertlab.metrics import VALIDATION_SETS
 from bertlab.model import ACTIVATIONS, IGNORE_INDEX, BertForMaskedLM, BertModel
+
+VALIDATION_METRICS = ("loss", "mlm_loss", "rtd_loss", "rtd_accuracy", "replaced")  # of `_losses`, averaged
 
 
 def replace_masked(input_ids: torch.Tensor, labels: torch.Tensor, generator_logits: torch.Tensor,
@@ -87,11 +91,9 @@ class ReplacedTokenDetectionModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers)
         if dropout is not None:
             self.model.set_dropout(dropout)
             self.generator.set_dropout(dropout)
-        self.val_loss = MeanMetric()
-        self.val_mlm_loss = MeanMetric()
-        self.val_rtd_loss = MeanMetric()
-        self.val_rtd_accuracy = MeanMetric()
-        self.val_replaced = MeanMetric()
+        # Per validation set (bertlab.lit.pretraining.validation_set).
+        self.val_metrics = nn.ModuleDict({name: nn.ModuleDict({key: MeanMetric() for key in VALIDATION_METRICS})
+                                          for name in VALIDATION_SETS})
 
     def init_output_bias(self, token_counts: np.ndarray) -> None:
         """The generator's decoder bias at the training tokens' log frequencies (see `init_unigram_bias`)."""
@@ -144,23 +146,23 @@ class ReplacedTokenDetectionModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers)
         generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, self.global_rank, dataloader_idx,
                                       batch_idx, device=self.device)
         losses = self._losses(batch, generator)
-        for name, metric in self._validation_metrics().items():
+        for name, metric in self.val_metrics[validation_set(self.trainer, dataloader_idx)].items():
             metric.update(losses[name])
-
-    def _validation_metrics(self) -> dict[str, MeanMetric]:
-        return {"loss": self.val_loss, "mlm_loss": self.val_mlm_loss, "rtd_loss": self.val_rtd_loss,
-                "rtd_accuracy": self.val_rtd_accuracy, "replaced": self.val_replaced}
 
     def on_validation_epoch_start(self) -> None:
         # Reset in the loop that updates them: states reset at the end of a trainer.validate run are
         # inference tensors, which a later fit's validation could not update in place.
-        for metric in self._validation_metrics().values():
-            metric.reset()
+        for metrics in self.val_metrics.values():
+            for metric in metrics.values():
+                metric.reset()
 
     def on_validation_epoch_end(self) -> None:
-        metrics = {f"val/{name}": metric.compute() for name, metric in self._validation_metrics().items()}
-        metrics["val/perplexity"] = metrics["val/mlm_loss"].exp()  # the generator's
-        self.log_dict(metrics, prog_bar=True)
+        logged = {}
+        for name, metrics in self.val_metrics.items():
+            if metrics["loss"].update_called:  # a set this validation read
+                logged.update({f"{name}/{key}": metric.compute() for key, metric in metrics.items()})
+                logged[f"{name}/perplexity"] = logged[f"{name}/mlm_loss"].exp()  # the generator's
+        self.log_dict(logged, prog_bar=True)
 
     def configure_optimizers(self) -> dict:
         trained = nn.ModuleDict({"model": self.model, "generator": self.generator,

@@ -19,7 +19,7 @@ The calibration's few steps catch the machine at one moment, and a 2-core machin
 over minutes. So the run re-plans once, at the end of its warm-up: the steps left become what the time
 left affords at the slower of the calibration's pace and that of the run's own steps since the trial's
 warm-up (validations apart): a budget is a ceiling, and on the 2-core machines here the first minutes of
-a run step ~5% faster than the rest (docs/results.md), so a faster warm-up does not lengthen it. Up to then
+a run step ~5% faster than the rest (docs/results/pretraining.md), so a faster warm-up does not lengthen it. Up to then
 the learning rate does not depend on the total (bertlab.lit.optim.WarmupSchedule), so the re-planned run
 is the run that the new total gives from the start. It needs the warm-up to span at least PACE_STEPS
 steps beyond the trial's warm-up, and the run's one learning-rate schedule to be a WarmupSchedule; else

@@ -1,7 +1,8 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
 the packages of its loggers are installed (bertlab.training.extras), every value is inside its range
 (bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
-is valid and fits in memory, `model.init_from` is not combined with an architecture override, nor
+is valid and fits in memory, the folders it needs made first exist (bertlab.training.requirements),
+`model.init_from` is not combined with an architecture override, nor
 `budget_minutes` with a length of training, the output folder can be created and holds no other run,
 and a checkpoint to resume belongs to this command, task and model (and, with a budget or
 `trainer.precision: fastest`, its run recorded the steps or the precision chosen). Hydra's own schema
@@ -17,7 +18,6 @@ inside the job's result.
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import importlib
 import inspect
@@ -35,8 +35,10 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.config import VARIANT_KEYS, BertConfig
 from bertlab.errors import BertlabError, CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
+from bertlab.tokenizer import WordPieceOptions
 from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
+from bertlab.training.requirements import check_requirements
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.schema import ModelSchema
 
@@ -143,10 +145,12 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
+    check_requirements(config, overridden)
     check_transfer(config)
     check_embedding_student(config)
     check_copy_pairs(config)
     check_compile_mode(config)
+    check_tokenizer_options(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:
         return
@@ -256,6 +260,12 @@ def check_compile_mode(config: DictConfig) -> None:
     compile_mode = OmegaConf.select(config, "task.compile_mode", default=None)
     if compile_mode is not None and not OmegaConf.select(config, "task.compile", default=False):
         raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
+
+
+def check_tokenizer_options(config: DictConfig) -> None:
+    """The tokenizer group's training options, as `WordPieceOptions` checks them (a never-split token with spaces)."""
+    if (tokenizer := OmegaConf.select(config, "tokenizer", default=None)) is not None:
+        WordPieceOptions(**{option.name: tokenizer[option.name] for option in dataclasses.fields(WordPieceOptions)})
 
 
 def check_target_argument(config: DictConfig, key: str) -> None:

@@ -44,6 +44,7 @@ RULES: dict[str, str | tuple] = {
     "model.global_attention_every_n_layers": COUNT,
     "model.classifier_pooling": CLASSIFIER_POOLINGS,
     "tokenizer.vocab_size": f"[10, {SIZE_LIMITS['vocab_size']}]",
+    "tokenizer.max_input_chars_per_word": COUNT,
     # data (corpus and classification datasets)
     "data.max_seq_length": "[8, 1048576]",
     "data.short_seq_prob": PROBABILITY,

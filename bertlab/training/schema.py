@@ -2,7 +2,8 @@
 (`model.hidden_size=abc`, `seed=x`) or an unknown `model.*` key is refused before anything runs.
 
 The model group's schema is `BertConfig`'s own fields (minus those the tokenizer and the data decide)
-plus `init_from`; the conf/model/*.yaml files start from it (`defaults: [/schema/model@_here_]`).
+plus `init_from`; the conf/model/*.yaml files start from it (`defaults: [/schema/model@_here_]`). The
+tokenizer group's is `path`, `vocab_size` and `WordPieceOptions`' fields.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from bertlab.config import BertConfig
+from bertlab.tokenizer import WordPieceOptions
 
 # BertConfig fields a run takes from its tokenizer (vocab_size, pad_token_id) and data (the labels), or
 # that only a checkpoint's config.json carries (architectures, pruned_heads).
@@ -33,6 +35,16 @@ def _model_schema() -> type:
 ModelSchema = _model_schema()
 
 
+def _tokenizer_schema() -> type:
+    types = typing.get_type_hints(WordPieceOptions)
+    options = [(f.name, types[f.name], field(default=f.default)) for f in dataclasses.fields(WordPieceOptions)]
+    return dataclasses.make_dataclass("TokenizerSchema", [("path", Optional[str], field(default=None)),
+                                                          ("vocab_size", int, field(default=8192)), *options])
+
+
+TokenizerSchema = _tokenizer_schema()
+
+
 @dataclass
 class RunSchema:
     """The top-level keys every training command has; the groups are checked by their own schemas
@@ -42,6 +54,8 @@ class RunSchema:
     seed: int = 0
     resume: Optional[str] = None  # null | auto | a run folder | a Lightning .ckpt
     budget_minutes: Optional[float] = None  # null | minutes of training (bertlab.training.budget)
+    # a config key naming a folder made first → the command that makes it, null: none (bertlab.training.requirements)
+    requires: Dict[str, Optional[str]] = field(default_factory=dict)
     paths: Any = None
     model: Any = None
     data: Any = None
@@ -67,5 +81,6 @@ class FineTuneSchema(RunSchema):
 
 def register(store: ConfigStore) -> None:
     store.store(group="schema", name="model", node=ModelSchema)
+    store.store(group="schema", name="tokenizer", node=TokenizerSchema)
     store.store(group="schema", name="train", node=TrainSchema)
     store.store(group="schema", name="fine_tune", node=FineTuneSchema)

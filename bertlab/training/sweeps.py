@@ -14,7 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from bertlab.errors import DataError
-from bertlab.metrics import final_values, read_metrics
+from bertlab.metrics import VALIDATION_PREFIXES, final_values, read_metrics
 
 log = logging.getLogger("bertlab")
 
@@ -32,7 +32,7 @@ def varying_overrides(runs: list[Path]) -> list[str]:
 
 
 def final_metrics(run_dir: Path) -> dict[str, float]:
-    return final_values(read_metrics(run_dir), prefix="val/")
+    return final_values(read_metrics(run_dir), prefix=VALIDATION_PREFIXES)
 
 
 def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
@@ -47,7 +47,7 @@ def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:
                         f"such as outputs/<recipe>/multirun/<time>")
     rows = [{"run": str(run.relative_to(sweep_dir)), "overrides": overrides, **final_metrics(run)}
             for run, overrides in zip(runs, varying_overrides(runs))]
-    metrics = sorted({key for row in rows for key in row if key.startswith("val/")})
+    metrics = sorted({key for row in rows for key in row if key.startswith(VALIDATION_PREFIXES)})
     return rows, metrics
 
 

@@ -183,3 +183,24 @@ def test_label_maps_with_non_integer_ids_are_config_errors():
         small(id2label={"first": "A"})
     with pytest.raises(ConfigError, match="label2id"):
         small(label2id={"A": "zero"})
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (dict(embedding_init="xavier"), r"^model config: unknown embedding_init 'xavier'; expected one of normal, "
+                                    r"orthogonal$"),
+    (dict(tie_word_embeddings="no"), r"^model config: tie_word_embeddings must be true or false, got 'no'$"),
+    (dict(output_attentions=1), r"^model config: output_attentions must be true or false, got 1$"),
+    (dict(output_hidden_states=None), r"^model config: output_hidden_states must be true or false, got None$"),
+])
+def test_the_api_fields_refuse_values_they_cannot_mean(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        small(**overrides)
+
+
+def test_a_sinusoidal_config_is_written_as_the_absolute_table_and_an_untied_one_says_so():
+    written = json.loads(small(position_embedding_type="sinusoidal", tie_word_embeddings=False,
+                               output_hidden_states=True).to_json_string())
+    assert written["position_embedding_type"] == "absolute" and written["tie_word_embeddings"] is False
+    assert "output_hidden_states" not in written  # a choice of the run, as the other runtime switches
+    assert small(position_embedding_type="sinusoidal").parameter_count() == small().parameter_count()
+    assert small(tie_word_embeddings=False).parameter_count() == small().parameter_count() + 100 * 32

@@ -163,3 +163,21 @@ def test_linear_cross_entropy_takes_many_rows_in_groups_with_the_same_result(lin
     assert group_rows == [16, 16, 8]
     for name, value, expected in zip(("loss", "hidden", "weight", "bias"), grouped, whole):
         torch.testing.assert_close(value, expected, msg=name)
+
+
+@pytest.mark.parametrize("autocast", (False, True), ids=["fp32", "bf16-autocast"])
+def test_linear_cross_entropy_with_logits_gives_f_linears_logits_without_a_graph_and_the_same_loss(
+        linear_head, monkeypatch, autocast):
+    tensors, targets = linear_head
+    targets[::4] = -100
+    monkeypatch.setattr(losses, "_GROUP_BYTES", 4 * 5000 * 16)  # in groups, each writing its rows' logits
+    hidden, weight, bias = (tensor.detach().requires_grad_() for tensor in tensors)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        loss, logits = linear_cross_entropy_sum(hidden, weight, bias, targets, with_logits=True)
+        expected_logits = F.linear(hidden, weight, bias)
+        loss_alone = linear_cross_entropy_sum(hidden, weight, bias, targets)
+    assert logits.dtype == expected_logits.dtype == (torch.bfloat16 if autocast else torch.float32)
+    assert not logits.requires_grad and loss.requires_grad
+    tolerance = {"rtol": 2e-2, "atol": 5e-2} if autocast else {"rtol": 0, "atol": 1e-5}  # bf16: a rounding or two
+    torch.testing.assert_close(logits.float(), expected_logits.float(), **tolerance)
+    assert torch.equal(loss, loss_alone)

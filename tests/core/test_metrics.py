@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bertlab.metrics import run_summary, summarise_metrics
+from bertlab.metrics import metric_label, plot_metrics, plot_panels, read_metrics, run_summary, summarise_metrics
 
 
 def test_summary_picks_the_best_value_in_each_metrics_direction():
@@ -26,3 +26,31 @@ def test_run_summary_names_the_best_value_of_the_monitored_metric(tmp_path: Path
     assert lines[-1] == "best val/accuracy: 0.84 (step 199), the exported checkpoint"
     assert run_summary(tmp_path, 1.5, "val/accuracy", "min").splitlines()[-1].startswith("best val/accuracy: 0.8 ")
     assert "best" not in run_summary(tmp_path, 1.5)
+
+
+def test_a_run_with_two_validation_sets_labels_each_and_plots_each_metric_of_both_in_one_panel(tmp_path: Path):
+    (tmp_path / "metrics.csv").write_text(
+        "epoch,step,train/loss,val/loss,val/perplexity,val_text/loss,val_text/perplexity\n"
+        "0,9,4.0,,,,\n0,9,,3.6,36.6,7.0,1096.6\n0,19,3.5,,,,\n0,19,,3.4,30.0,7.7,2208.3\n")
+    frame = read_metrics(tmp_path)
+    assert plot_panels(frame) == [("loss", ["train/loss", "val/loss", "val_text/loss"]),
+                                  ("perplexity", ["val/perplexity", "val_text/perplexity"])]
+    assert metric_label("val/loss", frame) == "val/loss (held-out, built like training)"
+    assert metric_label("val_text/loss", frame) == "val_text/loss (held-out plain text)"
+    assert metric_label("train/loss", frame) == "train/loss"
+    lines = run_summary(tmp_path, 1.0).splitlines()
+    assert "val_text/perplexity (held-out plain text): 1097 (step 9) → 2208 (step 19)" in lines
+    summary = summarise_metrics(frame)
+    assert summary["best"]["val_text/loss"] == {"value": 7.0, "step": 9}
+    assert summary["validation_sets"]["val"] == "held-out, built like training"
+    plot_metrics(frame, tmp_path / "metrics.png")
+    assert (tmp_path / "metrics.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_run_with_one_validation_set_keeps_its_names_and_panels():
+    frame = pd.DataFrame({"step": [9, 19], "train/loss": [3.0, None], "val/loss": [None, 2.0],
+                          "val/perplexity": [None, 7.4], "val/accuracy": [None, 0.3]})
+    assert plot_panels(frame) == [("loss", ["train/loss", "val/loss"]), ("val/perplexity", ["val/perplexity"]),
+                                  ("val/accuracy", ["val/accuracy"])]
+    assert metric_label("val/loss", frame) == "val/loss"
+    assert "validation_sets" not in summarise_metrics(frame)

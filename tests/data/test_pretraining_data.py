@@ -163,6 +163,57 @@ def test_copied_pairs_repeat_segment_a_with_tokens_left_out_in_training_only(tin
     assert copied == unchanged, "validation text stays plain"
 
 
+def is_copied_pair(row) -> bool:
+    """Segment B is segment A with some of its tokens left out, in order."""
+    tokens_a, tokens_b = split_segments(row)
+    iterator = iter(tokens_a)
+    return 2 * len(tokens_b) >= len(tokens_a) and all(token in iterator for token in tokens_b)
+
+
+def token_stream(tokenizer, text_file: Path) -> str:
+    """The text's token ids, sentence after sentence, as ",id,id,…,": a run of ids is in it as a substring."""
+    sentences = [sentence for document in group_documents(text_file.read_text().split("\n")) for sentence in document]
+    ids = [token for encoding in tokenizer.encode_batch(sentences, add_special_tokens=False) for token in encoding.ids]
+    return "," + ",".join(map(str, ids)) + ","
+
+
+def test_with_copied_pairs_the_validation_text_is_also_packed_as_copied_pairs_disjoint_from_training(
+        tiny_corpus, tmp_path):
+    module = make_module(tiny_corpus, tmp_path, copy_pair_prob=1.0)
+    assert set(module.datasets) == {"train", "validation", pretraining.TRAINING_STYLE_VALIDATION}
+    training_style = module.datasets[pretraining.TRAINING_STYLE_VALIDATION]
+    assert len(training_style) > 10 and all(is_copied_pair(row) for row in training_style)
+    assert not all(is_copied_pair(row) for row in module.datasets["validation"]), "the plain text stays plain"
+    # Segment A of every row is a run of the validation text, and no row of any length is a training row.
+    validation_text = token_stream(module.tokenizer, tiny_corpus / "validation.txt")
+    segments_a = [split_segments(row)[0] for row in training_style]
+    assert all("," + ",".join(map(str, tokens)) + "," in validation_text for tokens in segments_a)
+    training_rows = {tuple(row.tolist()) for row in module.datasets["train"]["input_ids"]}
+    longer = [tuple(row.tolist()) for row in training_style["input_ids"] if len(row) >= 10]
+    assert len(longer) > 10 and training_rows.isdisjoint(longer)
+
+    loaders = module.val_dataloader()
+    assert list(loaders) == ["val_text", "val"]
+    assert torch.equal(next(iter(loaders["val_text"]))["input_ids"],
+                       module.collator([module.datasets["validation"][index] for index in range(8)])["input_ids"])
+    assert torch.equal(next(iter(loaders["val"]))["input_ids"],
+                       module.collator([training_style[index] for index in range(8)])["input_ids"])
+
+    # Seeded, and read back from the cache by the next run.
+    cached = sorted(path.name for path in (tmp_path / "cache").rglob("*"))
+    again = make_module(tiny_corpus, tmp_path, copy_pair_prob=1.0)
+    assert sorted(path.name for path in (tmp_path / "cache").rglob("*")) == cached
+    rebuilt = again.datasets[pretraining.TRAINING_STYLE_VALIDATION]
+    assert rebuilt.cache_files == training_style.cache_files
+    assert rebuilt.with_format(None)[:] == training_style.with_format(None)[:]
+
+
+def test_without_copied_pairs_one_plain_validation_loader_as_before(tiny_corpus, tmp_path):
+    module = make_module(tiny_corpus, tmp_path)
+    assert set(module.datasets) == {"train", "validation"}
+    assert isinstance(module.val_dataloader(), torch.utils.data.DataLoader)
+
+
 def test_same_seed_same_sequences_and_other_seed_differs(tiny_corpus, tmp_path):
     first = make_module(tiny_corpus, tmp_path / "a", nsp=True, seed=7)
     # WordPiece training is not deterministic (huggingface/tokenizers#1794): reuse its result.

