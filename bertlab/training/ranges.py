@@ -70,6 +70,9 @@ RULES: dict[str, str | tuple] = {
     "data.max_words": COUNT,
     "data.max_sentences": COUNT,
     "data.validation_size": COUNT,
+    "data.selection_fraction": OPEN_PROBABILITY,  # 0: no selection split (bertlab.data.selection)
+    "data.selection_max_rows": COUNT,
+    "data.selection_seed": f"[0, {2**32 - 1}]",
     # task
     "task.mlm_probability": "(0, 1)",
     "task.mask_replace_prob": PROBABILITY,
