@@ -163,6 +163,43 @@ def test_local_layers_attend_within_the_window_and_global_ones_everywhere():
         assert (outside.abs().max() == 0) == (index in (1, 2)), index  # layers 0 and 3 are global
 
 
+@pytest.mark.parametrize("attention", ("sdpa", "eager"))
+def test_inputs_embeds_and_3d_masks_work_on_a_rotary_model_with_local_layers(attention):
+    """Layers 1 and 2 of 3 are local, so the sparse last layer reads the window's rows too: inputs_embeds
+    give the ids path's outputs, a [B, L, L] mask repeating the key mask (or its 4-D bias) the 2-D mask's,
+    and a per-query mask combines with the window (no attention outside either) and with the sparse path."""
+    torch.manual_seed(0)
+    model = perturbed(BertForMaskedLM(config(position_embedding_type="rotary", type_vocab_size=0,
+                                             local_attention_window=8, global_attention_every_n_layers=3,
+                                             attn_implementation=attention)))
+    batch = padded_batch()
+    input_ids, mask, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
+    embeds = model.bert.embeddings.word_embeddings(input_ids)
+    by_ids = model(input_ids, mask)
+    torch.testing.assert_close(model(attention_mask=mask, inputs_embeds=embeds).logits, by_ids.logits)
+    torch.testing.assert_close(model(attention_mask=mask, inputs_embeds=embeds, labels=labels).loss,
+                               model(input_ids, mask, labels=labels).loss)
+
+    repeated = mask[:, None, :].expand(-1, LENGTH, -1)
+    torch.testing.assert_close(model(input_ids, repeated).logits, by_ids.logits)
+    extended = model.get_extended_attention_mask(repeated, tuple(input_ids.shape))
+    torch.testing.assert_close(model(input_ids, extended).logits, by_ids.logits)
+
+    causal = repeated * torch.ones(LENGTH, LENGTH, dtype=mask.dtype).tril()
+    out = model(input_ids, causal, output_attentions=True)
+    distance = (torch.arange(LENGTH)[:, None] - torch.arange(LENGTH)[None, :]).abs()
+    real_query = mask.bool()[:, :, None]  # a padded query past the window has no key left, and attends evenly
+    for index, probs in enumerate(out.attentions):
+        masked = (causal == 0) | (distance > 4) if index in (1, 2) else causal == 0
+        assert probs.masked_select((real_query & masked)[:, None].expand_as(probs)).abs().max() == 0, index
+    assert not torch.allclose(out.logits, by_ids.logits)
+    real = labels != -100
+    every_position = torch.nn.functional.cross_entropy(out.logits[real], labels[real])
+    for kwargs in (dict(), dict(predictions_per_row=10, return_logits=False)):
+        torch.testing.assert_close(model(inputs_embeds=embeds, attention_mask=causal, labels=labels, **kwargs).loss,
+                                   every_position, rtol=1e-5, atol=1e-6)
+
+
 def test_local_layers_take_their_own_rotary_base():
     model = BertModel(config(**MODERNBERT))
     thetas = [layer.attention.self.rotary.theta for layer in model.encoder.layer]
@@ -205,6 +242,13 @@ def test_mean_pooling_reads_only_the_unmasked_positions():
     batch = padded_batch()
     logits = model(batch["input_ids"], batch["attention_mask"]).logits
     torch.testing.assert_close(logits[2:], model(batch["input_ids"][2:, :7]).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_mean_pooling_refuses_a_3d_mask_in_one_line_as_it_names_no_positions_to_average():
+    model = BertForSequenceClassification(config(classifier_pooling="mean"))
+    batch = padded_batch()
+    with pytest.raises(ValueError, match="classifier_pooling 'mean' averages .* got a 3-D mask"):
+        model(batch["input_ids"], batch["attention_mask"][:, None, :].expand(-1, LENGTH, -1))
 
 
 def test_pruned_heads_without_attention_biases_train():
