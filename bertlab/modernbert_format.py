@@ -75,8 +75,8 @@ def modernbert_config_values(config: BertConfig, architecture: str) -> dict[str,
         "classifier_dropout": config.hidden_dropout_prob if config.classifier_dropout is None
         else config.classifier_dropout,
         "classifier_bias": config.head_bias, "classifier_activation": config.head_act or config.hidden_act,
-        "tie_word_embeddings": True, "bos_token_id": None, "eos_token_id": None, "cls_token_id": None,
-        "sep_token_id": None,
+        "tie_word_embeddings": config.tie_word_embeddings, "bos_token_id": None, "eos_token_id": None,
+        "cls_token_id": None, "sep_token_id": None,
     }
 
 
@@ -112,6 +112,7 @@ def bertlab_values(values: dict[str, Any]) -> dict[str, Any]:
         "head_bias": values.get("classifier_bias", False),
         "head_act": None if values.get("classifier_activation", "gelu") == hidden_act
         else values.get("classifier_activation", "gelu"),
+        "tie_word_embeddings": values.get("tie_word_embeddings", True),
     }
 
 
@@ -119,7 +120,8 @@ def _renamings(num_layers: int, head: str) -> list[tuple[str, str]]:
     """(bertlab prefix, ModernBERT prefix) pairs; `head` is where bertlab keeps ModernBERT's `head`."""
     pairs = [(f"bert.{ours.format(i)}", f"model.{theirs.format(i)}") for ours, theirs in _BODY
              for i in (range(num_layers) if "{}" in ours else (None,))]
-    return pairs + [(head + ours, "head." + theirs) for ours, theirs in _HEAD] + [("cls.predictions.bias", "decoder.bias")]
+    decoder = [("cls.predictions.bias", "decoder.bias"), ("cls.predictions.decoder.weight", "decoder.weight")]
+    return pairs + [(head + ours, "head." + theirs) for ours, theirs in _HEAD] + decoder
 
 
 def to_modernbert_state(state: dict[str, torch.Tensor], num_layers: int, architecture: str) -> dict[str, torch.Tensor]:
@@ -169,7 +171,7 @@ def from_modernbert_state(state: dict[str, torch.Tensor], expected: set[str]) ->
             for name, part in zip(_QKV, tensor.chunk(3)):
                 renamed[f"bert.encoder.layer.{layer}.attention.self.{name}.{kind}"] = part
         elif key == "decoder.weight" and torch.equal(tensor, state.get("model.embeddings.tok_embeddings.weight")):
-            continue  # tied to the word embeddings; an untied decoder stays in the report as not used
+            continue  # tied to the word embeddings; an untied one is bertlab's cls.predictions.decoder.weight
         else:
             renamed[_rename(key, renamings)] = tensor
     return renamed

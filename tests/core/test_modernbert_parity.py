@@ -144,6 +144,29 @@ def test_a_transformers_modernbert_folder_loads_into_bertlab_with_equal_outputs(
             transformers_outputs(theirs, architecture, batch), architecture, batch)
 
 
+def test_an_untied_decoder_travels_both_ways_as_modernberts_own_decoder_weight(tmp_path):
+    """tie_word_embeddings: false is ModernBertConfig's too: the decoder is saved as `decoder.weight`, and a
+    transformers folder's untied decoder loads into bertlab's, or is reported (with a note) to a tied model."""
+    torch.manual_seed(0)
+    model = perturb(BertForMaskedLM(bertlab_config(tie_word_embeddings=False)))
+    model.save_pretrained(tmp_path / "bertlab")
+    saved = json.loads((tmp_path / "bertlab" / "config.json").read_text())
+    assert saved["model_type"] == "modernbert" and saved["tie_word_embeddings"] is False
+    theirs, info = transformers.AutoModelForMaskedLM.from_pretrained(tmp_path / "bertlab", output_loading_info=True)
+    assert not any(info.values()), info
+    assert not torch.equal(theirs.decoder.weight, theirs.model.embeddings.tok_embeddings.weight)
+    batch = padded_batch()
+    compare("bertlab → transformers untied decoder", bertlab_outputs(model, "BertForMaskedLM", batch),
+            transformers_outputs(theirs.eval(), "BertForMaskedLM", batch), "BertForMaskedLM", batch)
+
+    theirs.save_pretrained(tmp_path / "transformers")
+    ours = BertForMaskedLM.from_pretrained(tmp_path / "transformers")
+    assert ours.load_report.complete and not ours.config.tie_word_embeddings
+    torch.testing.assert_close(ours.cls.predictions.decoder.weight, model.cls.predictions.decoder.weight)
+    tied = BertForMaskedLM.from_pretrained(tmp_path / "transformers", tie_word_embeddings=True)
+    assert tied.load_report.unexpected == ["cls.predictions.decoder.weight"] and tied.load_report.notes
+
+
 def test_a_modernbert_masked_lm_folder_starts_a_bertlab_classifier_from_its_head(tmp_path):
     """As in transformers, ModernBertForSequenceClassification's `head` is the MLM checkpoint's."""
     config = transformers.ModernBertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
