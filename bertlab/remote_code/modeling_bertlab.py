@@ -42,10 +42,16 @@ class BertlabPreTrainedModel(PreTrainedModel):
             else self.bertlab.embeddings.word_embeddings
 
     def _run(self, input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
-             output_hidden_states, **kwargs):
+             output_hidden_states, inputs_embeds, **kwargs):
+        """bertlab's forward; an output switch left at None reads this model's transformers config, as
+        transformers' models do (bertlab's copy of the config was taken when the model was built)."""
+        if output_attentions is None:
+            output_attentions = self.config.output_attentions
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
         return self.bertlab(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                             output_attentions=bool(output_attentions), output_hidden_states=bool(output_hidden_states),
-                            **kwargs)
+                            inputs_embeds=inputs_embeds, **kwargs)
 
 
 def _masked_lm_loss(logits, labels):
@@ -57,9 +63,9 @@ class BertlabModel(BertlabPreTrainedModel):
     bertlab_class = BertModel
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                output_attentions=None, output_hidden_states=None, return_dict=None, **_):
+                output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None, **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
-                        output_hidden_states)
+                        output_hidden_states, inputs_embeds)
         return BaseModelOutputWithPooling(last_hidden_state=out.last_hidden_state, pooler_output=out.pooler_output,
                                           hidden_states=out.hidden_states, attentions=out.attentions)
 
@@ -68,9 +74,10 @@ class BertlabForMaskedLM(BertlabPreTrainedModel):
     bertlab_class = BertForMaskedLM
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **_):
+                labels=None, output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None,
+                **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
-                        output_hidden_states)
+                        output_hidden_states, inputs_embeds)
         return MaskedLMOutput(loss=_masked_lm_loss(out.logits, labels), logits=out.logits,
                               hidden_states=out.hidden_states, attentions=out.attentions)
 
@@ -80,9 +87,9 @@ class BertlabForPreTraining(BertlabPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, next_sentence_label=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None, **_):
+                inputs_embeds=None, return_dict=None, **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
-                        output_hidden_states)
+                        output_hidden_states, inputs_embeds)
         losses = [_masked_lm_loss(out.prediction_logits, labels)] if labels is not None else []
         if next_sentence_label is not None:
             losses.append(F.cross_entropy(out.seq_relationship_logits.float(), next_sentence_label.flatten()))
@@ -95,8 +102,9 @@ class BertlabForSequenceClassification(BertlabPreTrainedModel):
     bertlab_class = BertForSequenceClassification
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, output_attentions=None, output_hidden_states=None, return_dict=None, **_):
+                labels=None, output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None,
+                **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
-                        output_hidden_states, labels=labels)
+                        output_hidden_states, inputs_embeds, labels=labels)
         return SequenceClassifierOutput(loss=out.loss, logits=out.logits, hidden_states=out.hidden_states,
                                         attentions=out.attentions)

@@ -272,6 +272,45 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
         assert difference <= TOLERANCE and (loss is None or loss_difference <= TOLERANCE), (architecture, difference)
 
 
+@pytest.mark.slow
+def test_a_remote_code_export_reads_the_output_switches_of_its_transformers_config_and_takes_inputs_embeds(tmp_path):
+    """output_hidden_states given to from_pretrained holds for calls that leave it at None, as in transformers;
+    inputs_embeds give the ids path's outputs; an untied decoder loads as itself. Without bertlab importable."""
+    batch = padded_batch()
+    config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=96, max_position_embeddings=64, position_embedding_type="rotary",
+                        tie_word_embeddings=False, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    model = perturb(BertForMaskedLM(config))
+    model.save_pretrained(tmp_path / "export")
+    assert json.loads((tmp_path / "export" / "config.json").read_text())["model_type"] == "bertlab"
+    torch.save({"batch": batch, "logits": model(batch["input_ids"], batch["attention_mask"]).logits},
+               tmp_path / "inputs.pt")
+    script = BLOCK_BERTLAB + textwrap.dedent(f"""
+        import torch, transformers
+        transformers.logging.set_verbosity_error()
+        inputs = torch.load({str(tmp_path / "inputs.pt")!r})
+        ids, mask = inputs["batch"]["input_ids"], inputs["batch"]["attention_mask"]
+        model, info = transformers.AutoModelForMaskedLM.from_pretrained(
+            {str(tmp_path / "export")!r}, trust_remote_code=True, output_hidden_states=True, output_loading_info=True)
+        assert not any(info.values()), info
+        out = model(input_ids=ids, attention_mask=mask)
+        assert out.hidden_states is not None and len(out.hidden_states) == 4 and out.attentions is None
+        assert model(input_ids=ids, attention_mask=mask, output_hidden_states=False).hidden_states is None
+        by_embeds = model(inputs_embeds=model.get_input_embeddings()(ids), attention_mask=mask).logits
+        torch.save({{"logits": out.logits.detach(), "by_embeds": by_embeds.detach()}}, {str(tmp_path / "results.pt")!r})
+    """)
+    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results, expected = torch.load(tmp_path / "results.pt"), torch.load(tmp_path / "inputs.pt")["logits"]
+    for name in ("logits", "by_embeds"):
+        difference = (results[name] - expected).abs().max().item()
+        RESULTS.append((f"remote code untied decoder, {name}", float("nan"), difference, float("nan")))
+        assert difference <= TOLERANCE, (name, difference)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def report():
     yield
