@@ -47,7 +47,7 @@ from bertlab.training.schema import ModelSchema
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act")
 # The modules of `train`; the others fine-tune.
-TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")
+TRAIN_TASKS = ("PretrainingModule", "EmbeddingDistillationModule")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 # Values that bertlab replaces before their `_target_` sees them.
@@ -185,8 +185,7 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
         precision.recorded_precision(Path(checkpoint))
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
-    saved_task = ("ReplacedTokenDetectionModule" if "discriminator_weight" in saved
-                  else "PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
+    saved_task = ("PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
                   else "EmbeddingDistillationModule" if "teacher" in saved else "ClassificationModule")
     if saved_task != task:
         raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("

@@ -272,6 +272,7 @@ def test_the_catalogue_is_large():
     assert len(CASES) >= 60 and len({case for case, *_ in CASES}) == len(CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, argv, code, expected", CASES, ids=[case for case, *_ in CASES])
 def test_bad_input_is_one_line_and_changes_nothing(case, argv, code, expected, runs, capsys):
     before = checksums(runs["root"]) | {f"data/{k}": v for k, v in checksums(runs["data"]).items()}
@@ -285,6 +286,7 @@ def test_bad_input_is_one_line_and_changes_nothing(case, argv, code, expected, r
     assert after == before
 
 
+@pytest.mark.slow
 def test_a_failed_resume_keeps_the_results_of_the_run(runs, capsys):
     """Resuming may write into a finished run's folder, but one that fails before training (here:
     its corpus is gone) leaves its results, metrics and config as they were (Hydra's own .hydra/
