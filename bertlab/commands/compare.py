@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
-from bertlab.commands.arguments import ArgumentParser
+from bertlab.commands.arguments import ArgumentParser, add_overwrite, check_output
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import final_values, metric_names, read_metrics, series
@@ -30,6 +30,7 @@ from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING, timestamped_f
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
 CURVES = ("val/loss", "val/perplexity", "val/accuracy")
+RESULTS = ("compare.md", "compare.csv", "compare.png")
 
 
 def flatten(path: Path) -> dict[str, Any]:
@@ -217,7 +218,10 @@ def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("folders", nargs="+", type=Path, help="run folders or GLUE suite folders")
     parser.add_argument("--output", type=Path, help="where compare.md/.csv/.png go (default: outputs/compare/<time>)")
+    add_overwrite(parser)
     args = parser.parse_args(argv)
+    if args.output:
+        check_output("--output", args.output, args.overwrite, RESULTS)
     output = args.output or timestamped_folder("compare")
     print(compare(args.folders, output), end="")
     print(f"Written: {output / 'compare.md'}, {output / 'compare.csv'}, {output / 'compare.png'}")

@@ -34,6 +34,7 @@ from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.recipe_files import recipe_names, recipe_text
 from bertlab.training import schema
 from bertlab.training.extras import missing_plugin_message
+from bertlab.training.model_group import CHECKPOINT_KEYS
 from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
                                        raise_job_refusal)
 from bertlab.training.run_folder import is_rank_zero
@@ -98,7 +99,8 @@ def model_preset(name: str) -> dict:
     with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
         model = compose("train", overrides=[f"model={name}"]).model
     fields = OmegaConf.to_container(model, resolve=True)
-    fields.pop("init_from")
+    for key in CHECKPOINT_KEYS:
+        fields.pop(key)
     return fields
 
 

@@ -1,7 +1,8 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
 the packages of its loggers are installed (bertlab.training.extras), every value is inside its range
 (bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
-is valid and fits in memory, `model.init_from` is not combined with an architecture override, nor
+is valid and fits in memory, the checkpoints it loads have encoders that fit (bertlab.training.weights_fit),
+`model.init_from` is not combined with an architecture override, nor
 `budget_minutes` with a length of training, the output folder can be created and holds no other run,
 and a checkpoint to resume belongs to this command, task and model (and, with a budget or
 `trainer.precision: fastest`, its run recorded the steps or the precision chosen). Hydra's own schema
@@ -19,7 +20,9 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import difflib
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +39,8 @@ from bertlab.metrics import METRICS_CSV
 from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.run_folder import is_rank_zero
-from bertlab.training.schema import ModelSchema
+from bertlab.training.schema import SCHEMAS, ModelSchema
+from bertlab.training.weights_fit import check_checkpoint_fits
 
 # Keys of the model group that define the architecture: with `model.init_from` they come from the
 # checkpoint's config.json, so an override of one of them cannot take effect.
@@ -46,6 +50,14 @@ ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", 
 TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+# The checkpoints a run loads weights from: their encoders must fit (bertlab.training.weights_fit).
+CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
+# Keys of groups without a `_target_` or schema that bertlab's code reads (the others are read through
+# interpolations, `${paths.data_dir}`): the GLUE task's record, and `train`'s tokenizer group, which also
+# stands when data=sentences reads its student's tokenizer instead.
+READ_BY_CODE = ("glue.task", "glue.metrics", "tokenizer.path", "tokenizer.vocab_size", "tokenizer.lowercase")
+HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 # Values that bertlab replaces before their `_target_` sees them.
 BERTLAB_VALUES = {"trainer.precision": (precision.FASTEST,)}
 
@@ -128,6 +140,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     if config.get("command", command) != command:
         raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
     extras.check_logger_packages(config)
+    check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
     unknown = sorted(set(config.model) - set(ModelSchema.__dataclass_fields__))
     if unknown:
         raise ConfigError(f"unknown config key 'model.{unknown[0]}'; the model group takes the fields of "
@@ -140,6 +153,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
+    check_checkpoints(config)
     check_transfer(config)
     check_embedding_student(config)
     check_copy_pairs(config)
@@ -152,6 +166,84 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
         if is_rank_zero():  # the other ranks of a run write into the folder rank 0 made
             check_run_folder(Path(run_dir), config.resume)
     check_resume(config, Path(run_dir))
+
+
+def check_known_keys(config: DictConfig, schema: type) -> None:
+    """Every key of the composed config is one that some part of bertlab reads: a field of the command's
+    schema at the top, an argument of the `_target_` a group builds, a key read by an interpolation or by
+    bertlab's code (READ_BY_CODE); whether it came from a recipe, `+` or `++`. A key nothing reads would
+    leave its value without effect: `+max_epochs=3` trains for trainer.max_epochs."""
+    tree = OmegaConf.to_container(config, resolve=False)
+    interpolated = set()
+    strings = [tree]
+    while strings:
+        node = strings.pop()
+        if isinstance(node, dict):
+            strings += node.values()
+        elif isinstance(node, list):
+            strings += node
+        elif isinstance(node, str):
+            interpolated.update(INTERPOLATION.findall(node))
+    read = interpolated | set(READ_BY_CODE)
+    tree.pop("hydra", None)
+    everything = list(dotted_keys(tree))
+    for key in top_level_unknown(tree, schema) + [key for name, node in tree.items() if isinstance(node, dict)
+                                                  for key in unknown_in_group(name, node, read)]:
+        last = key.rpartition(".")[2]
+        candidates = [other for other in everything if other != key]
+        near = difflib.get_close_matches(last, [other.rpartition(".")[2] for other in candidates], n=1, cutoff=0.75)
+        suggestion = next((other for other in candidates if near and other.rpartition(".")[2] == near[0]), None)
+        raise ConfigError(f"unknown config key {key!r}: nothing in bertlab reads it" +
+                          (f"; did you mean {suggestion}?" if suggestion else
+                           "; see the group's keys with --cfg job"))
+
+
+def top_level_unknown(tree: dict, schema: type) -> list[str]:
+    return [key for key in tree if key not in schema.__dataclass_fields__]
+
+
+def unknown_in_group(prefix: str, node: dict, read: set[str]) -> list[str]:
+    """The keys below `node` (at `prefix`) that nothing reads."""
+    if prefix == "model":  # its schema, checked with its own message below
+        return []
+    target = node.get("_target_")
+    if isinstance(target, str):
+        parameters = target_parameters(target)
+        unknown = [] if parameters is None else [f"{prefix}.{key}" for key in node
+                                                 if key not in parameters and key not in HYDRA_KEYS]
+        return unknown + [key for name, value in node.items() if isinstance(value, dict) and "_target_" in value
+                          for key in unknown_in_group(f"{prefix}.{name}", value, read)]
+    unknown = []
+    for key, value in node.items():
+        path = f"{prefix}.{key}"
+        if prefix in ("callbacks", "logger"):  # named specs, each built by its own `_target_`
+            if isinstance(value, dict):
+                unknown += unknown_in_group(path, value, read)
+        elif isinstance(value, dict) and "_target_" in value:
+            unknown += unknown_in_group(path, value, read)
+        elif not any(ref == path or ref.startswith(f"{path}.") or path.startswith(f"{ref}.") for ref in read):
+            unknown.append(path)
+    return unknown
+
+
+def dotted_keys(node: Any, prefix: str = "") -> list[str]:
+    if not isinstance(node, dict):
+        return [prefix[:-1]] if prefix else []
+    return [key for name, value in node.items() for key in dotted_keys(value, f"{prefix}{name}.")]
+
+
+@functools.lru_cache(maxsize=None)
+def target_parameters(target: str) -> frozenset[str] | None:
+    """The argument names of `target`; None when it takes any (**kwargs) or cannot be imported."""
+    module_name, _, attribute = target.rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+        parameters = inspect.signature(function).parameters
+    except Exception:  # an unimportable target is reported when it is instantiated
+        return None
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return None
+    return frozenset(parameters)
 
 
 def check_run_folder(run_dir: Path, resume: str | None) -> None:
@@ -219,6 +311,14 @@ def check_init_from(config: DictConfig, overridden: list[str]) -> None:
                           f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
 
 
+def check_checkpoints(config: DictConfig) -> None:
+    """The encoder of every checkpoint the run will load fits, before any folder or data is made."""
+    allow = bool(OmegaConf.select(config, "model.allow_reinitialised", default=False))
+    for key in CHECKPOINT_KEYS:
+        if folder := OmegaConf.select(config, key, default=None):
+            check_checkpoint_fits(folder, f"{key}={folder}", allow)
+
+
 def check_transfer(config: DictConfig) -> None:
     """A transfer set's rows have no gold label: only a distillation's teacher can label them."""
     transfer = OmegaConf.select(config, "data.transfer", default=None)
@@ -267,15 +367,19 @@ def check_target_argument(config: DictConfig, key: str) -> None:
                           f"(argument {name!r} of {parent._target_}), got {type(value).__name__}")
 
 
-def check_output_folder(folder: str | Path) -> None:
-    """Make sure the run folder can be created (as far as one can tell without writing)."""
+RUN_FOLDER_CHOICE = "with hydra.run.dir=… (or hydra.sweep.dir=… with -m), or set BERTLAB_OUTPUT_DIR"
+
+
+def check_output_folder(folder: str | Path, how_to_choose: str = RUN_FOLDER_CHOICE) -> None:
+    """Make sure the output folder can be created (as far as one can tell without writing); the error
+    says how to choose another (`how_to_choose`: a run's keys by default, a command's option)."""
     path = Path(folder).absolute()
     existing = next(parent for parent in (path, *path.parents) if parent.exists())
     problem = ("is not a folder" if not existing.is_dir() else
                "is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
     if problem:
         raise ConfigError(f"output folder {path} cannot be created: {existing} {problem}; choose another "
-                          f"with hydra.run.dir=… (or hydra.sweep.dir=… with -m), or set BERTLAB_OUTPUT_DIR")
+                          f"{how_to_choose}")
 
 
 def parameter_annotation(target: str, name: str) -> Any:
