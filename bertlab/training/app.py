@@ -26,6 +26,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
@@ -37,6 +38,7 @@ from bertlab.training.extras import missing_plugin_message
 from bertlab.training.model_group import CHECKPOINT_KEYS
 from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
                                        raise_job_refusal)
+from bertlab.training import run_folder
 from bertlab.training.run_folder import is_rank_zero
 
 CONFIG_MODULE = "bertlab.conf"
@@ -122,6 +124,8 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
             raise_job_refusal()
             return task(cfg)
         except Exception as error:
+            if user_error(error) is not None:
+                remove_refused_run(HydraConfig.get())
             if not jobs_run_here(HydraConfig.get()):
                 raise  # into the job's result, which the launching process reads and reports
             raise Stop(error) from None
@@ -167,6 +171,24 @@ def flags_first(argv: list[str]) -> list[str]:
     return [*flags, *overrides]
 
 
+def remove_refused_run(hydra_config: DictConfig) -> None:
+    """A run refused before it wrote results (a bad teacher, a corrupt tokenizer) leaves nothing it created:
+    not its folder with Hydra's .hydra/ and log, not the folders above it that its launch made. A job of a
+    sweep leaves no folder of its own either; the sweep folder goes with `remove_unstarted_sweep_folder`."""
+    run_dir = Path(hydra_config.runtime.output_dir).absolute()
+    if hydra_config.mode == RunMode.RUN:
+        created = launch_state.run_folder_created
+        if created is None or run_folder.holds_results(run_dir) or not is_rank_zero():
+            return
+        shutil.rmtree(run_dir, ignore_errors=True)
+        folder = run_dir.parent  # and those above it the launch made, unless another run has written there since
+        while folder != created.parent and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    elif Path(hydra_config.sweep.dir).absolute() in run_dir.parents and not run_folder.holds_results(run_dir):
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
 def remove_unstarted_sweep_folder() -> None:
     """A sweep whose jobs were refused before any started leaves no folder behind (Hydra creates it
     before composing the jobs)."""
@@ -187,6 +209,9 @@ def user_error(error: BaseException) -> BertlabError | None:
         chain.append(cause)
         cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
     for cause in chain:
+        if type(cause).__name__ == "MisconfigurationException":  # Lightning's, wrapped by Hydra's instantiate
+            return ConfigError(f"Lightning refused the trainer settings: {one_line(cause)}; check the trainer.* "
+                               f"and callbacks.* keys")
         if isinstance(cause, (ValidationError, ConfigKeyError, ConfigAttributeError, MissingConfigException,
                               OverrideParseException)):
             return ConfigError(config_message(cause, error))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -55,7 +56,8 @@ CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
 # Keys of groups without a `_target_` or schema that bertlab's code reads (the others are read through
 # interpolations, `${paths.data_dir}`): the GLUE task's record, and `train`'s tokenizer group, which also
 # stands when data=sentences reads its student's tokenizer instead.
-READ_BY_CODE = ("glue.task", "glue.metrics", "tokenizer.path", "tokenizer.vocab_size", "tokenizer.lowercase")
+READ_BY_CODE = ("glue.task", "glue.metrics", "tokenizer.path", "tokenizer.vocab_size", "tokenizer.lowercase",
+                "paths.data_dir", "paths.output_dir", "paths.run_dir")
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 # Values that bertlab replaces before their `_target_` sees them.
@@ -76,11 +78,12 @@ class LaunchState:
     """What the callbacks saw of this launch, for cleaning up after a refused sweep; in a job that runs
     in a process of its own, the refusal the job raises."""
     sweep_folder_created: Path | None = None
+    run_folder_created: Path | None = None  # the outermost folder a run's launch is about to create
     job_started: bool = False
     job_refusal: BertlabError | None = None
 
     def reset(self) -> None:
-        self.sweep_folder_created, self.job_started, self.job_refusal = None, False, None
+        self.sweep_folder_created, self.run_folder_created, self.job_started, self.job_refusal = None, None, False, None
 
 
 launch_state = LaunchState()
@@ -91,6 +94,10 @@ class Preflight(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         refusing(lambda: check(config, config.hydra.run.dir, new_run=True))
+        run_dir = Path(config.hydra.run.dir).absolute()
+        if not run_dir.exists():
+            launch_state.run_folder_created = next(folder for folder in reversed((run_dir, *run_dir.parents))
+                                                   if not folder.exists())
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         folder = Path(config.hydra.sweep.dir)
@@ -153,6 +160,8 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     for key in overridden:
         check_target_argument(config, key)
     check_init_from(config, overridden)
+    check_accelerator(config)
+    check_search_space(config)
     check_checkpoints(config)
     check_transfer(config)
     check_embedding_student(config)
@@ -309,6 +318,38 @@ def check_init_from(config: DictConfig, overridden: list[str]) -> None:
         raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
                           f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
                           f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
+
+
+def check_accelerator(config: DictConfig) -> None:
+    """A GPU run on a machine without one is refused here, not by Lightning inside the Trainer's construction."""
+    accelerator = OmegaConf.select(config, "trainer.accelerator", default=None)
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"trainer.accelerator={accelerator}: this machine has no GPU that torch can use "
+                          f"(torch.cuda.is_available() is False); use trainer=cpu, or run on a GPU machine")
+
+
+def check_search_space(config: DictConfig) -> None:
+    """Each search space of an Optuna sweep (hydra.sweeper.params, and sweeps on the command line) is
+    one Optuna accepts: `tag(log, interval(0, 1e-3))` is refused here naming its key."""
+    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None)
+    if sweeper is None or "optuna" not in str(sweeper.get("_target_", "")).lower():
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
+
+    parser = OverridesParser.create()
+    spaces = [f"{key}={value}" for key, value in (OmegaConf.to_container(sweeper, resolve=False).get("params")
+                                                  or {}).items()]
+    for text in [*spaces, *config.hydra.overrides.task]:
+        override = parser.parse_override(text)
+        if not override.is_sweep_override():
+            continue
+        try:
+            create_optuna_distribution_from_override(override)
+        except Exception as error:  # the plugin and Optuna raise ValueError, TypeError, NotImplementedError
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ConfigError(f"{text}: not a search space Optuna accepts ({reason}); e.g. "
+                              f"{override.key_or_group}=tag(log, interval(1e-5, 1e-3)) or choice(16, 32)") from None
 
 
 def check_checkpoints(config: DictConfig) -> None:
