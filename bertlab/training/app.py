@@ -136,7 +136,7 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
     try:
         hydra_main()
     except (Exception, Stop) as caught:
-        remove_unstarted_sweep_folder()
+        remove_refused_sweep_folder()
         error = caught.error if isinstance(caught, Stop) else caught
         reported = user_error(error)
         if reported is None:
@@ -174,7 +174,7 @@ def flags_first(argv: list[str]) -> list[str]:
 def remove_refused_run(hydra_config: DictConfig) -> None:
     """A run refused before it wrote results (a bad teacher, a corrupt tokenizer) leaves nothing it created:
     not its folder with Hydra's .hydra/ and log, not the folders above it that its launch made. A job of a
-    sweep leaves no folder of its own either; the sweep folder goes with `remove_unstarted_sweep_folder`."""
+    sweep leaves no folder of its own either; the sweep folder goes with `remove_refused_sweep_folder`."""
     run_dir = Path(hydra_config.runtime.output_dir).absolute()
     if hydra_config.mode == RunMode.RUN:
         created = launch_state.run_folder_created
@@ -189,11 +189,15 @@ def remove_refused_run(hydra_config: DictConfig) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def remove_unstarted_sweep_folder() -> None:
-    """A sweep whose jobs were refused before any started leaves no folder behind (Hydra creates it
-    before composing the jobs)."""
+def remove_refused_sweep_folder() -> None:
+    """A sweep whose jobs were all refused (before any started, or each removed by `remove_refused_run`)
+    leaves no folder behind (Hydra creates it before composing the jobs)."""
     folder = launch_state.sweep_folder_created
-    if folder is not None and not launch_state.job_started:
+    if folder is None:
+        return
+    # Hydra's record of the sweep is all that is left when every job that started was refused (and removed).
+    only_hydra = folder.is_dir() and {path.name for path in folder.iterdir()} <= {".hydra", "multirun.yaml"}
+    if not launch_state.job_started or only_hydra:
         shutil.rmtree(folder, ignore_errors=True)
 
 
