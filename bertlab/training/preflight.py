@@ -183,32 +183,31 @@ def check_known_keys(config: DictConfig, schema: type) -> None:
     bertlab's code (READ_BY_CODE); whether it came from a recipe, `+` or `++`. A key nothing reads would
     leave its value without effect: `+max_epochs=3` trains for trainer.max_epochs."""
     tree = OmegaConf.to_container(config, resolve=False)
-    interpolated = set()
-    strings = [tree]
-    while strings:
-        node = strings.pop()
-        if isinstance(node, dict):
-            strings += node.values()
-        elif isinstance(node, list):
-            strings += node
-        elif isinstance(node, str):
-            interpolated.update(INTERPOLATION.findall(node))
-    read = interpolated | set(READ_BY_CODE)
+    read = interpolated_keys(tree) | set(READ_BY_CODE)
     tree.pop("hydra", None)
-    everything = list(dotted_keys(tree))
-    for key in top_level_unknown(tree, schema) + [key for name, node in tree.items() if isinstance(node, dict)
-                                                  for key in unknown_in_group(name, node, read)]:
-        last = key.rpartition(".")[2]
-        candidates = [other for other in everything if other != key]
-        near = difflib.get_close_matches(last, [other.rpartition(".")[2] for other in candidates], n=1, cutoff=0.75)
-        suggestion = next((other for other in candidates if near and other.rpartition(".")[2] == near[0]), None)
-        raise ConfigError(f"unknown config key {key!r}: nothing in bertlab reads it" +
-                          (f"; did you mean {suggestion}?" if suggestion else
-                           "; see the group's keys with --cfg job"))
+    unknown = [key for key in tree if key not in schema.__dataclass_fields__]
+    unknown += [key for name, node in tree.items() if isinstance(node, dict) for key in unknown_in_group(name, node, read)]
+    if unknown:
+        near = closest_key(unknown[0], dotted_keys(tree))
+        raise ConfigError(f"unknown config key {unknown[0]!r}: nothing in bertlab reads it" +
+                          (f"; did you mean {near}?" if near else "; see the group's keys with --cfg job"))
 
 
-def top_level_unknown(tree: dict, schema: type) -> list[str]:
-    return [key for key in tree if key not in schema.__dataclass_fields__]
+def interpolated_keys(tree: Any) -> set[str]:
+    """The keys that interpolations anywhere in `tree` read: `${paths.data_dir}` → paths.data_dir."""
+    if isinstance(tree, dict):
+        return set().union(*map(interpolated_keys, tree.values()))
+    if isinstance(tree, list):
+        return set().union(*map(interpolated_keys, tree))
+    return set(INTERPOLATION.findall(tree)) if isinstance(tree, str) else set()
+
+
+def closest_key(key: str, keys: list[str]) -> str | None:
+    """The key of `keys` whose last part is spelt most like `key`'s: max_epochs → trainer.max_epochs."""
+    others = [other for other in keys if other != key]
+    near = difflib.get_close_matches(key.rpartition(".")[2], [other.rpartition(".")[2] for other in others], n=1,
+                                     cutoff=0.75)
+    return next((other for other in others if other.rpartition(".")[2] == near[0]), None) if near else None
 
 
 def unknown_in_group(prefix: str, node: dict, read: set[str]) -> list[str]:

@@ -426,6 +426,16 @@ CASES = [
      "corrupt_tokenizer"),
     ("fine-tune from a missing checkpoint", lambda p: fine_tune(p, "model.init_from=/no/such/model", run="new"), 1,
      "model.init_from=/no/such/model: no such checkpoint folder"),
+    # the commands that read a tokenizer only, or build data only
+    ("tokenize with a missing tokenizer", lambda p: ["tokenize", "/no/such/tokenizer", "good"], 1,
+     "tokenizer path /no/such/tokenizer does not exist"),
+    ("tokenize with a corrupt tokenizer.json", lambda p: ["tokenize", str(p["corrupt_tokenizer"]), "good"], 1,
+     "corrupt_tokenizer/tokenizer.json: "),
+    ("tokenize nothing", lambda p: ["tokenize", str(p["pretrained"]), " "], 2, "the text is empty"),
+    ("prepare the data of a fine-tuning recipe", lambda p: ["prepare-data", "+recipe=sst2"], 1,
+     "this recipe is for `python -m bertlab fine-tune`"),
+    ("prepare data with a key nothing reads", lambda p: ["prepare-data", "+recipe=mlm_tiny", "+max_steps=3"], 1,
+     "unknown config key 'max_steps': nothing in bertlab reads it; did you mean trainer.max_steps?"),
     *([("a GPU run on a machine without one", lambda p: train(p, "trainer.accelerator=gpu", run="new"), 1,
         "trainer.accelerator=gpu: this machine has no GPU that torch can use")] if not torch.cuda.is_available() else []),
 ]
