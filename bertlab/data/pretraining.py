@@ -26,9 +26,9 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from bertlab import tokenizer as tokenizer_module
+from bertlab.data import cache_entries
 from bertlab.data import sources as sources_module
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
-from bertlab.data.cache_entries import commit, is_committed
 from bertlab.data.sources import cache_folder, load_dataset_source, require_columns, written_once
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
@@ -515,7 +515,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             )
         fingerprint = Hasher.hash([documents._fingerprint, "hold-out", num_held_out, self.seed])
         entries = [self.cache_dir / f"holdout-{split}-{fingerprint}.arrow" for split in ("train", "validation")]
-        committed = all([is_committed(entry) for entry in entries])
+        committed = all([cache_entries.is_committed(entry) for entry in entries])
         splits = documents.train_test_split(
             test_size=num_held_out,
             seed=self.seed,
@@ -527,7 +527,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         )
         if not committed:
             for entry in entries:
-                commit(entry)
+                cache_entries.commit(entry)
         logger.info(
             "%s has no validation split: holding out %d of %d documents", self.source, num_held_out, len(documents)
         )
@@ -540,11 +540,11 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             [documents._fingerprint, self.vocab_size, self.lowercase, _PIPELINE_SOURCE_HASH]
         )
         directory = self.cache_dir / f"tokenizer-{fingerprint}"
-        if is_committed(directory):
+        if cache_entries.is_committed(directory):
             return load_tokenizer(directory)
         tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size, lowercase=self.lowercase)
         save_tokenizer(tokenizer, directory)
-        commit(directory)
+        cache_entries.commit(directory)
         logger.info(
             "trained a %d-token WordPiece vocabulary on %s, saved to %s",
             tokenizer.get_vocab_size(), self.source, directory,
@@ -600,7 +600,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         cached in cache_dir under a fingerprint of its inputs, as a committed cache entry."""
         fingerprint = _step_fingerprint(dataset, step, settings)
         entry = self.cache_dir / f"{step}-{fingerprint}.arrow"
-        committed = is_committed(entry)
+        committed = cache_entries.is_committed(entry)
         mapped = dataset.map(
             function,
             batched=True,
@@ -612,5 +612,5 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             **map_kwargs,
         )
         if not committed:
-            commit(entry, [file["filename"] for file in mapped.cache_files])
+            cache_entries.commit(entry, [file["filename"] for file in mapped.cache_files])
         return mapped

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from datasets.arrow_writer import ArrowWriter
 from datasets.fingerprint import Hasher
 
-from bertlab.data.cache_entries import commit, is_committed
+from bertlab.data import cache_entries
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 
@@ -86,7 +86,7 @@ def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, 
     """The dataset of `rows`, memory-mapped from the arrow file `path`, which is written first unless it
     is a committed cache entry (bertlab.data.cache_entries). Rows stream to disk a writer batch at a time, so
     memory does not grow with their number; the file is written atomically, then committed."""
-    if not is_committed(path):
+    if not cache_entries.is_committed(path):
         def write(temp: str) -> None:
             with ArrowWriter(features=features, path=temp) as writer:
                 for row in rows:
@@ -94,7 +94,7 @@ def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, 
                 writer.finalize()
 
         write_atomically(path, write)
-        commit(path)
+        cache_entries.commit(path)
     dataset = datasets.Dataset.from_file(str(path))
     dataset._fingerprint = fingerprint  # what later steps' cache keys build on; not where the cache folder is
     return dataset

@@ -26,19 +26,18 @@ from hydra import compose, initialize_config_module
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.recipe_files import recipe_names, recipe_text
-from bertlab.training import schema
+from bertlab.training import run_folder, schema
 from bertlab.training.extras import missing_plugin_message
 from bertlab.training.model_group import CHECKPOINT_KEYS
 from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
                                        raise_job_refusal)
-from bertlab.training import run_folder
 from bertlab.training.run_folder import is_rank_zero
 
 CONFIG_MODULE = "bertlab.conf"

@@ -1,7 +1,8 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
-the packages of its loggers are installed (bertlab.training.extras), every value is inside its range
-(bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
-is valid and fits in memory, the checkpoints it loads have encoders that fit (bertlab.training.weights_fit),
+the packages of its loggers are installed (bertlab.training.extras), every key is one bertlab reads,
+every value is inside its range (bertlab.training.ranges), overridden values fit the arguments of their
+`_target_`, the model config is valid and fits in memory, a GPU run has a GPU, an Optuna search space
+is one Optuna accepts, the checkpoints it loads have encoders that fit (bertlab.training.weights_fit),
 `model.init_from` is not combined with an architecture override, nor
 `budget_minutes` with a length of training, the output folder can be created and holds no other run,
 and a checkpoint to resume belongs to this command, task and model (and, with a budget or

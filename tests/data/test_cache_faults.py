@@ -25,7 +25,6 @@ from safetensors.torch import load_file
 from bertlab.config import BertConfig
 from bertlab.data import cache_entries
 from bertlab.data.pretraining import PretrainingDataModule
-from bertlab.data import transfer_set
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.lit import embedding_teacher, teacher
 from bertlab.model import BertForSequenceClassification
@@ -152,9 +151,11 @@ def resolve(step: tuple[str, str]):
 
 
 def kill_points(counts: dict[tuple[str, str], int], how_many: int) -> list[tuple[tuple[str, str], int]]:
-    """`how_many` (step, N) pairs drawn with SEED among the calls a clean build makes."""
-    calls = [(step, n) for step, count in counts.items() for n in range(1, count + 1)]
-    return random.Random(SEED).sample(calls, how_many)
+    """`how_many` (step, N) pairs drawn with SEED: the write steps a clean build takes in turn, in a seeded
+    order, each at a call N drawn among the calls the clean build makes of it."""
+    rng = random.Random(SEED)
+    steps = sorted((step for step, count in counts.items() if count), key=lambda step: rng.random())
+    return [(step, rng.randint(1, counts[step])) for step in (steps * how_many)[:how_many]]
 
 
 def test_an_exception_at_a_seeded_write_leaves_a_cache_the_next_build_rebuilds_bit_identical(
@@ -304,8 +305,7 @@ def test_distillation_caches_left_half_written_or_damaged_are_rebuilt_bit_identi
                 raise Killed
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(teacher, "commit", faulty)  # the embedding teacher writes through teacher.write_cache
-        monkeypatch.setattr(transfer_set, "commit", faulty)
+        monkeypatch.setattr(cache_entries, "commit", faulty)
         with pytest.raises(Killed):
             distillation_caches(classifier, cache)
         monkeypatch.undo()
