@@ -45,7 +45,7 @@ from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.requirements import check_requirements
 from bertlab.training.run_folder import is_rank_zero
-from bertlab.training.schema import SCHEMAS, ModelSchema
+from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
 from bertlab.training.weights_fit import check_checkpoint_fits
 
 # Keys of the model group that define the architecture: with `model.init_from` they come from the
@@ -217,8 +217,10 @@ def closest_key(key: str, keys: list[str]) -> str | None:
 
 def unknown_in_group(prefix: str, node: dict, read: set[str]) -> list[str]:
     """The keys below `node` (at `prefix`) that nothing reads."""
-    if prefix in ("model", "tokenizer"):  # typed by their schemas (bertlab.training.schema), which refuse others
-        return []
+    if prefix in ("model", "requires"):  # the model's schema is checked with its own message below; the keys
+        return []                        # of `requires` name other keys (bertlab.training.requirements)
+    if prefix == "tokenizer":
+        return [f"tokenizer.{key}" for key in node if key not in TokenizerSchema.__dataclass_fields__]
     target = node.get("_target_")
     if isinstance(target, str):
         parameters = target_parameters(target)

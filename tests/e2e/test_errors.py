@@ -110,6 +110,7 @@ def test_debug_switch_shows_the_traceback(monkeypatch, capsys):
     (["model.max_position_embeddings=16"], "sequence length 32 exceeds max_position_embeddings (16)"),
     (["resume=/no/such/last.ckpt"], "resume='/no/such/last.ckpt': no checkpoint at /no/such/last.ckpt"),
     (["+data.colour=red"], "unknown config key 'data.colour': nothing in bertlab reads it"),
+    (["+tokenizer.lower_case=false"], "unknown config key 'tokenizer.lower_case': nothing in bertlab reads it"),
 ])
 def test_bad_pretraining_input(overrides, expected, tiny_data_dir, workspace, capsys):
     run_dir = workspace / "train_run"
