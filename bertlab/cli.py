@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> None:
             raise
         if isinstance(error, BertlabError):
             fail(str(error), status=2 if isinstance(error, UsageError) else 1)
+        if isinstance(error, OSError) and error.filename:  # a folder that cannot be created or read
+            fail(f"{error.filename}: {error.strerror or error}; check the path and its permissions, or choose "
+                 f"another (see {module.__name__.rpartition('.')[2].replace('_', '-')} --help)", status=1)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
         fail(f"unexpected {type(error).__name__}{': ' + reason if reason else ''} (a bug in bertlab; "
              f"BERTLAB_DEBUG=1 shows where)", status=1)

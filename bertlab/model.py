@@ -851,13 +851,6 @@ class BertForMaskedLM(BertPreTrainedModel):
                                  predictions_per_row, positions, differentiable_logits)
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
-    def share_embeddings(self, embeddings: BertEmbeddings) -> None:
-        """Reads and trains `embeddings`, another model's, in place of its own, its decoder (when tied) tied
-        to their word vectors: ELECTRA's generator shares its discriminator's."""
-        self.bert.embeddings = embeddings
-        if self.cls.predictions.tied:
-            self.cls.predictions._word_embeddings = (embeddings.word_embeddings,)
-
 
 class BertForSequenceClassification(BertPreTrainedModel):
     def __init__(self, config: BertConfig):

@@ -11,6 +11,7 @@ transformers' token-level methods.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from bertlab.errors import CheckpointError, ConfigError, DataError
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")
 _CONTINUATION_PREFIX = "##"
+ALPHABET_SIZE = 1000  # the most frequent characters, each a piece of the vocabulary (the trainer's limit_alphabet)
 
 
 @dataclass(frozen=True)
@@ -77,11 +79,13 @@ def train_tokenizer(
     if iter(texts) is texts:
         texts = list(texts)
     tokenizer = _bert_tokenizer(options=options)
+    alphabet, continuations = _alphabet_and_continuations(tokenizer, texts)
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=[*SPECIAL_TOKENS, *options.never_split, *_continuation_pieces(tokenizer, texts)],
-        limit_alphabet=1000,
+        special_tokens=[*SPECIAL_TOKENS, *options.never_split, *continuations],
+        initial_alphabet=alphabet,
+        limit_alphabet=ALPHABET_SIZE,
         continuing_subword_prefix=_CONTINUATION_PREFIX,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
@@ -90,13 +94,19 @@ def train_tokenizer(
     return _bert_tokenizer(tokenizer.get_vocab(), options=options)
 
 
-def _continuation_pieces(tokenizer: Tokenizer, texts: Iterable[str]) -> list[str]:
-    """"##c" for every character c that follows another inside a word of `texts`, sorted."""
-    characters = set()
+def _alphabet_and_continuations(tokenizer: Tokenizer, texts: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The ALPHABET_SIZE most frequent characters of the words of `texts`, ties broken by code point, and
+    "##c" for every character c that follows another inside a word, sorted. The trainer's own cut to
+    `limit_alphabet` breaks ties in hash-map order, so on a corpus of more characters than that each process
+    trained another vocabulary; given as its initial alphabet, these are exactly the characters it keeps."""
+    counts, followers = Counter(), set()
     for text in texts:
-        for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(tokenizer.normalizer.normalize_str(text)):
-            characters.update(word[1:])
-    return [_CONTINUATION_PREFIX + character for character in sorted(characters)]
+        words = [word for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(tokenizer.normalizer.normalize_str(text))]
+        counts.update("".join(words))
+        for word in words:
+            followers.update(word[1:])
+    alphabet = sorted(counts, key=lambda character: (-counts[character], character))[:ALPHABET_SIZE]
+    return alphabet, [_CONTINUATION_PREFIX + character for character in sorted(followers)]
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:

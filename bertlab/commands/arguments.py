@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bertlab.errors import UsageError
+from bertlab.config import CONFIG_NAME
+from bertlab.errors import ConfigError, UsageError
+from bertlab.hf_format import WEIGHTS_NAME
+from bertlab.training.preflight import check_output_folder
 from bertlab.training.run_folder import HF_MODEL
+from bertlab.training.weights_fit import ALLOW_FLAG
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -50,6 +54,46 @@ def output_file(*suffixes: str) -> Callable[[str], Path]:
         return path
 
     return check
+
+
+def add_allow_reinitialised(parser: argparse.ArgumentParser) -> None:
+    """The flag that accepts a checkpoint whose encoder tensors do not fit (bertlab.training.weights_fit)."""
+    parser.add_argument(ALLOW_FLAG, action="store_true",
+                        help="use a checkpoint even where encoder tensors are missing, renamed, extra or of "
+                             "another shape (they are then random)")
+
+
+OVERWRITE_FLAG = "--overwrite"
+
+
+def add_overwrite(parser: argparse.ArgumentParser) -> None:
+    """The flag that lets a command replace the model or results already in its output (`check_output`)."""
+    parser.add_argument(OVERWRITE_FLAG, action="store_true",
+                        help="replace the model or results already in the output folder or file")
+
+
+def check_output(option: str, path: Path, overwrite: bool, writes: Sequence[str] | None = None) -> None:
+    """A command's output given as `option` (e.g. --output DIR) can be created and holds no work, unless
+    `overwrite`. `writes`: the files the command puts into the folder `path`, of which none may exist yet;
+    None: `path` receives a whole model export (bertlab.hf_format.export_pretrained), which replaces the
+    folder, so it must be empty; `path` is a file the command writes when `writes` is ()."""
+    check_output_folder(path.parent if writes == () else path, f"with {option}")
+    if overwrite or not path.exists():
+        return
+    if writes == ():
+        held = [path.name]
+    elif path.is_file():
+        raise ConfigError(f"{option} {path}: is a file; expected a folder")
+    elif writes is None:
+        model = [name for name in (CONFIG_NAME, WEIGHTS_NAME) if (path / name).exists()]
+        held = model or sorted(child.name for child in path.iterdir())[:3]
+    else:
+        held = [name for name in writes if (path / name).exists()]
+    if held:
+        what = "a model" if writes is None and (path / CONFIG_NAME).exists() else "results"
+        raise ConfigError(f"{option} {path} already holds {what} ({', '.join(held)}); choose a new "
+                          f"{'file' if writes == () else 'folder'}, or add {OVERWRITE_FLAG} to replace "
+                          f"{'it' if writes == () else 'them'}")
 
 
 def add_labelled_data_options(parser: argparse.ArgumentParser) -> None:

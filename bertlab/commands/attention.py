@@ -5,32 +5,28 @@ every layer × head as a PNG grid labelled with the tokens; `--head` enlarges on
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
-from bertlab.commands.arguments import ArgumentParser, checkpoint_folder
-from bertlab.errors import CheckpointError, UsageError
+from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
+                                       checkpoint_folder)
+from bertlab.errors import UsageError
 from bertlab.interpret.attention_maps import plot_attention_grid, plot_head, plot_token_attention, sentence_attentions
 from bertlab.model import BertModel
 from bertlab.tokenizer import load_tokenizer
+from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit, quietly_loaded
 
 
-def load_encoder(checkpoint: str) -> BertModel:
+def load_encoder(checkpoint: str, allow_reinitialised: bool = False) -> BertModel:
     """The encoder of any BERT checkpoint (a masked-LM or classifier export, or a bare BertModel).
-    Heads left out are expected here, so the load report is not shown; missing encoder tensors are refused."""
-    logger = logging.getLogger("bertlab")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        model = BertModel.from_pretrained(checkpoint)
-    finally:
-        logger.setLevel(level)
-    missing = [key for key in model.load_report.missing if not key.startswith("pooler.")]
-    if missing:
-        raise CheckpointError(f"{checkpoint}: {len(missing)} encoder tensor(s) missing from its weights, "
-                              f"e.g. {missing[0]}: not a trained BERT")
+    Heads left out are expected here, so the load report is not shown; encoder tensors that do not fit are
+    refused (bertlab.training.weights_fit)."""
+    model = quietly_loaded(BertModel, checkpoint)
+    check_weights_fit(model.load_report, checkpoint, allow_reinitialised, ALLOW_FLAG)
     return model
+
+
+DEFAULT_OUTPUT = Path("attention")
 
 
 def head_choice(text: str, attentions: list) -> tuple[int, int]:
@@ -63,24 +59,31 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("text_pair", nargs="?", default=None, help="a second sentence (a pair, as for MRPC or NLI)")
     parser.add_argument("--head", help="LAYER.HEAD (from 0) to draw enlarged, e.g. 1.0")
     parser.add_argument("--token", help="a token's position or text: its attention across layers")
-    parser.add_argument("--output", type=Path, default=Path("attention"), help="folder for the PNGs (default: attention/)")
+    parser.add_argument("--output", type=Path, help=f"folder for the PNGs (default: {DEFAULT_OUTPUT}/)")
+    add_allow_reinitialised(parser)
+    add_overwrite(parser)
     args = parser.parse_args(argv)
     if not args.text.strip():
         raise UsageError(f"{prog}: the sentence is empty")
-    model, tokenizer = load_encoder(args.checkpoint), load_tokenizer(args.checkpoint)
+    model, tokenizer = load_encoder(args.checkpoint, args.allow_reinitialised), load_tokenizer(args.checkpoint)
     tokens, attentions = sentence_attentions(model, tokenizer, args.text, args.text_pair)
     if len(tokens) > model.config.max_position_embeddings:
         raise UsageError(f"{prog}: {len(tokens)} tokens; the model reads at most {model.config.max_position_embeddings}")
     head = head_choice(args.head, attentions) if args.head else None
     token = token_choice(args.token, tokens) if args.token else None
-    args.output.mkdir(parents=True, exist_ok=True)
+    names = ["attention_grid.png", *([f"head_{head[0]}_{head[1]}.png"] if head else []),
+             *([f"token_{token}.png"] if token is not None else [])]
+    output = args.output or DEFAULT_OUTPUT
+    if args.output:  # the default folder is this command's scratch space
+        check_output("--output", output, args.overwrite, names)
+    output.mkdir(parents=True, exist_ok=True)
     name = Path(args.checkpoint).resolve()
     title = f"{name.parent.name}/{name.name}: {len(attentions)} layers × {model.config.num_attention_heads} heads"
-    written = [plot_attention_grid(tokens, attentions, args.output / "attention_grid.png", title)]
+    written = [plot_attention_grid(tokens, attentions, output / names[0], title)]
     if head is not None:
-        written.append(plot_head(tokens, attentions, *head, args.output / f"head_{head[0]}_{head[1]}.png"))
+        written.append(plot_head(tokens, attentions, *head, output / names[1]))
     if token is not None:
-        written.append(plot_token_attention(tokens, attentions, token, args.output / f"token_{token}.png"))
+        written.append(plot_token_attention(tokens, attentions, token, output / names[-1]))
     print("tokens: " + " ".join(tokens))
     for path in written:
         print(f"wrote {path}")

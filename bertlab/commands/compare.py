@@ -27,7 +27,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
-from bertlab.commands.arguments import ArgumentParser
+from bertlab.commands.arguments import ArgumentParser, add_overwrite, check_output
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import VALIDATION_PREFIXES, final_values, metric_names, read_metrics, series
@@ -38,6 +38,7 @@ from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING, timestamped_f
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
 CURVES = ("val/loss", "val/perplexity", "val/accuracy", "val_text/loss", "val_text/perplexity")
+RESULTS = ("compare.md", "compare.csv", "verdict.csv", "compare.png")
 
 
 def flatten(path: Path) -> dict[str, Any]:
@@ -319,11 +320,14 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("folders", nargs="+", type=Path,
                         help="run folders, GLUE suite folders or CSVs of per-seed scores; `--` between two groups")
     parser.add_argument("--output", type=Path, help="where compare.md/.csv/.png go (default: outputs/compare/<time>)")
+    add_overwrite(parser)
     baseline, separator, against = (argv[:argv.index("--")], "--", argv[argv.index("--") + 1:]) if "--" in argv \
         else (argv, "", [])
     args = parser.parse_args(baseline)
     if separator and not against:
         parser.error("`--` separates two groups of GLUE suites: give the second group after it")
+    if args.output:
+        check_output("--output", args.output, args.overwrite, RESULTS)
     output = args.output or timestamped_folder("compare")
     print(compare(args.folders, output, [Path(item) for item in against]), end="")
     written = ["compare.md", "compare.csv", *(["verdict.csv"] * (output / "verdict.csv").is_file()), "compare.png"]

@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bertlab.commands.arguments import (ArgumentParser, add_labelled_data_options, checkpoint_folder,
-                                       labelled_data_options, output_file, positive_int)
+from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
+                                       add_overwrite, check_output, checkpoint_folder, labelled_data_options,
+                                       output_file, positive_int)
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
+from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
-def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, **data_options) -> dict[str, float]:
+def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, allow_reinitialised: bool = False,
+             **data_options) -> dict[str, float]:
     """Metrics of a fine-tuned checkpoint on a labelled split; `data_options` as `load_labelled_split`'s."""
     model = load_classifier(checkpoint)
+    check_weights_fit(model.load_report, checkpoint, allow_reinitialised, ALLOW_FLAG)
     return split_metrics(model, load_labelled_split(checkpoint, model, data, **data_options), batch_size=batch_size)
 
 
@@ -24,9 +28,14 @@ def main(argv: list[str], prog: str) -> None:
                         help="a fine-tuned checkpoint folder, or the run folder that has it")
     add_labelled_data_options(parser)
     parser.add_argument("--batch-size", type=positive_int, default=256)
+    add_allow_reinitialised(parser)
     parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")
+    add_overwrite(parser)
     args = parser.parse_args(argv)
-    metrics = evaluate(args.checkpoint, args.data, batch_size=args.batch_size, **labelled_data_options(args))
+    if args.output:  # the default, beside the checkpoint, is this command's own
+        check_output("--output", args.output, args.overwrite, ())
+    metrics = evaluate(args.checkpoint, args.data, batch_size=args.batch_size,
+                       allow_reinitialised=args.allow_reinitialised, **labelled_data_options(args))
     output = Path(args.output or Path(args.checkpoint) / f"eval_{args.split}.json")
     report = json.dumps({"checkpoint": args.checkpoint, "data": args.data, "split": args.split, **metrics}, indent=2)
     write_atomically(output, lambda temp: Path(temp).write_text(report + "\n"))

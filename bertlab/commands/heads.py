@@ -13,8 +13,9 @@ import json
 import time
 from pathlib import Path
 
-from bertlab.commands.arguments import (ArgumentParser, add_labelled_data_options, checkpoint_folder,
-                                       labelled_data_options, positive_int)
+from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
+                                       add_overwrite, check_output, checkpoint_folder, labelled_data_options,
+                                       positive_int)
 from bertlab.errors import UsageError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
@@ -22,6 +23,10 @@ from bertlab.lit.classification import validation_metrics
 from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first, plot_heads,
                                                pruning_curve)
 from bertlab.tokenizer import load_tokenizer
+from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
+
+
+RESULTS = ("head_importance.csv", "pruning_curve.csv", "heads.png", "heads.json")
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -55,10 +60,17 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("--max-drop", type=float, default=1.0, help="points of the metric the pruned model may lose")
     parser.add_argument("--export", type=Path, help="folder for the pruned model (a Hugging Face directory)")
     parser.add_argument("--output", type=Path, help="folder for the CSVs and the PNG (default: <checkpoint>/heads/)")
+    add_allow_reinitialised(parser)
+    add_overwrite(parser)
     args = parser.parse_args(argv)
     if args.max_drop < 0:
         raise UsageError(f"{prog}: --max-drop {args.max_drop}: expected points >= 0")
+    if args.output:  # the default, <checkpoint>/heads/, is this command's own
+        check_output("--output", args.output, args.overwrite, RESULTS)
+    if args.export:
+        check_output("--export", args.export, args.overwrite)
     model = load_classifier(args.checkpoint)
+    check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
     metric = args.metric or ("pearson" if model.config.num_labels == 1 else "accuracy")
     metrics = ["loss", *(name.removeprefix("val/") for name in validation_metrics(model.config).keys())]
     if metric not in metrics:
@@ -101,5 +113,5 @@ def main(argv: list[str], prog: str) -> None:
               f"{model.num_parameters:,} parameters (from {unpruned_parameters:,}), predict {pruned_speed:.0f} sentences/s against "
               f"{unpruned_speed:.0f} unpruned ({pruned_speed / unpruned_speed:.2f}×)")
     write_atomically(output / "heads.json", lambda temp: Path(temp).write_text(json.dumps(summary, indent=2) + "\n"))
-    for name in ("head_importance.csv", "pruning_curve.csv", "heads.png", "heads.json"):
+    for name in RESULTS:
         print(f"wrote {output / name}")

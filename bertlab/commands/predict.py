@@ -10,12 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bertlab.commands.arguments import ArgumentParser, checkpoint_folder, output_file, positive_int
+from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
+                                       checkpoint_folder, output_file, positive_int)
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, predict
 from bertlab.tokenizer import load_tokenizer
+from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
 def read_inputs(texts: list[str], file: str | None, column: str) -> list[str]:
@@ -71,11 +73,16 @@ def main(argv: list[str], prog: str) -> None:
                         help="write .jsonl or .csv here instead of JSON lines on stdout")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--max-seq-length", type=positive_int, default=128)
+    add_allow_reinitialised(parser)
+    add_overwrite(parser)
     args = parser.parse_args(argv)
+    if args.output:
+        check_output("--output", args.output, args.overwrite, ())
     texts = read_inputs(args.texts, args.file, args.column)
     if not texts:
         parser.error("nothing to classify: give sentences as arguments or --file")
     model = load_classifier(args.checkpoint)
+    check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
     tokenizer = load_tokenizer(args.checkpoint)
     scores = predict(model, tokenizer, texts, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
     write(records(texts, scores, model.config.id2label), args.output)

@@ -9,19 +9,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bertlab.commands.arguments import ArgumentParser, checkpoint_folder, positive_int
+from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
+                                       checkpoint_folder, positive_int)
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.tokenizer import load_tokenizer
+from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit, is_encoder_tensor
 from bertlab.weight_selection import choose, select_weights, smaller_config
 
 MODEL_CLASSES = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForPreTraining,
                                                 BertForSequenceClassification)}
 
 
-def load_source(folder: Path):
+def load_source(folder: Path, allow_reinitialised: bool = False):
     config = BertConfig.from_json_file(folder)
     if config.non_bert_keys():
         raise CheckpointError(f"{folder}: shrink selects the weights of a BERT; this model sets "
@@ -31,9 +33,11 @@ def load_source(folder: Path):
         raise CheckpointError(f"{folder}: config.json's architecture {architecture} is not one of "
                               f"{', '.join(MODEL_CLASSES)}")
     model = MODEL_CLASSES[architecture].from_pretrained(folder)
-    if model.load_report.missing:
-        raise CheckpointError(f"{folder}: {len(model.load_report.missing)} weight(s) missing from the checkpoint, "
-                              f"e.g. {model.load_report.missing[0]}: selection would copy random ones")
+    check_weights_fit(model.load_report, str(folder), allow_reinitialised, ALLOW_FLAG)
+    heads = [key for key in model.load_report.missing if not is_encoder_tensor(key)]
+    if heads:
+        raise CheckpointError(f"{folder}: {len(heads)} weight(s) missing from the checkpoint, "
+                              f"e.g. {heads[0]}: selection would copy random ones")
     return model
 
 
@@ -46,11 +50,14 @@ def main(argv: list[str], prog: str) -> None:
     parser.add_argument("--heads", type=positive_int, required=True)
     parser.add_argument("--intermediate", type=positive_int, help="feed-forward width (default: 4 × --hidden)")
     parser.add_argument("--output", type=Path, required=True, help="folder for the smaller model")
+    add_allow_reinitialised(parser)
+    add_overwrite(parser)
     args = parser.parse_args(argv)
+    check_output("--output", args.output, args.overwrite)
     folder = Path(args.checkpoint)
     if not folder.is_dir():
         raise UsageError(f"{prog}: {folder}: no such checkpoint folder")
-    source = load_source(folder)
+    source = load_source(folder, args.allow_reinitialised)
     try:
         target_config = smaller_config(source.config, layers=args.layers, hidden=args.hidden, heads=args.heads,
                                        intermediate=args.intermediate or 4 * args.hidden)

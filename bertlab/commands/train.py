@@ -1,6 +1,6 @@
-"""`python -m bertlab train +recipe=mlm_tiny [overrides…]`: pretraining, by masked LM (+ NSP), by ELECTRA's
-replaced-token detection (task=electra), or by a teacher's sentence embeddings (`+recipe=embed_distill_tiny`,
-task=embedding_distill: a pretrained student learns them before fine-tuning).
+"""`python -m bertlab train +recipe=mlm_tiny [overrides…]`: pretraining, by masked LM (+ NSP) or by a
+teacher's sentence embeddings (`+recipe=embed_distill_tiny`, task=embedding_distill: a pretrained student learns
+them before fine-tuning).
 
 Writes into the run folder: config.yaml (resolved), metrics.csv, metrics.json, metrics.png,
 lightning_checkpoints/ (for resuming) and hf_model/ (Hugging Face format with the tokenizer);
@@ -19,7 +19,6 @@ from bertlab.config import BertConfig
 from bertlab.hf_format import load_into
 from bertlab.lit.embedding_distillation import EmbeddingDistillationModule
 from bertlab.lit.pretraining import PretrainingModule
-from bertlab.lit.replaced_token_detection import ReplacedTokenDetectionModule
 from bertlab.tokenizer import special_token_ids
 from bertlab.training.app import launch
 from bertlab.training.fit import fit
@@ -28,7 +27,7 @@ from bertlab.training.model_group import check_vocabulary, init_from_overrides, 
 log = logging.getLogger("bertlab")
 
 
-def pretraining_module(cfg: DictConfig, datamodule) -> PretrainingModule | ReplacedTokenDetectionModule:
+def pretraining_module(cfg: DictConfig, datamodule) -> PretrainingModule:
     tokenizer = datamodule.tokenizer
     ids = special_token_ids(tokenizer)
     if cfg.model.init_from:  # continue pretraining: the checkpoint's architecture, its weights below

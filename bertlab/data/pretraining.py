@@ -27,6 +27,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from bertlab import tokenizer as tokenizer_module
+from bertlab.data import cache_entries
 from bertlab.data import sources as sources_module
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import cache_folder, load_dataset_source, require_columns, written_once
@@ -534,14 +535,20 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
                 "document(s) to hold some out from; add a validation file (validation.txt) or more text"
             )
         fingerprint = Hasher.hash([documents._fingerprint, "hold-out", num_held_out, self.seed])
+        entries = [self.cache_dir / f"holdout-{split}-{fingerprint}.arrow" for split in ("train", "validation")]
+        committed = all([cache_entries.is_committed(entry) for entry in entries])
         splits = documents.train_test_split(
             test_size=num_held_out,
             seed=self.seed,
-            train_indices_cache_file_name=str(self.cache_dir / f"holdout-train-{fingerprint}.arrow"),
-            test_indices_cache_file_name=str(self.cache_dir / f"holdout-validation-{fingerprint}.arrow"),
+            train_indices_cache_file_name=str(entries[0]),
+            test_indices_cache_file_name=str(entries[1]),
             train_new_fingerprint=Hasher.hash([fingerprint, "train"]),
             test_new_fingerprint=Hasher.hash([fingerprint, "validation"]),
+            load_from_cache_file=committed,
         )
+        if not committed:
+            for entry in entries:
+                cache_entries.commit(entry)
         logger.info(
             "%s has no validation split: holding out %d of %d documents", self.source, num_held_out, len(documents)
         )
@@ -554,11 +561,12 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             [documents._fingerprint, self.vocab_size, dataclasses.astuple(self.tokenizer_options), _PIPELINE_SOURCE_HASH]
         )
         directory = self.cache_dir / f"tokenizer-{fingerprint}"
-        if (directory / "tokenizer.json").is_file():
+        if cache_entries.is_committed(directory):
             return load_tokenizer(directory)
         tokenizer = train_tokenizer(_Sentences(documents), self.vocab_size,
                                     **dataclasses.asdict(self.tokenizer_options))
         save_tokenizer(tokenizer, directory)
+        cache_entries.commit(directory)
         logger.info(
             "trained a %d-token WordPiece vocabulary on %s, saved to %s",
             tokenizer.get_vocab_size(), self.source, directory,
@@ -611,14 +619,20 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self, dataset: datasets.Dataset, function: Callable, step: str, settings: object, **map_kwargs
     ) -> datasets.Dataset:
         """`dataset.map(function, batched=True)` in `num_proc` processes (each maps a contiguous shard),
-        cached in cache_dir under a fingerprint of its inputs."""
+        cached in cache_dir under a fingerprint of its inputs, as a committed cache entry."""
         fingerprint = _step_fingerprint(dataset, step, settings)
-        return dataset.map(
+        entry = self.cache_dir / f"{step}-{fingerprint}.arrow"
+        committed = cache_entries.is_committed(entry)
+        mapped = dataset.map(
             function,
             batched=True,
             num_proc=self.num_proc,
             new_fingerprint=fingerprint,
-            cache_file_name=str(self.cache_dir / f"{step}-{fingerprint}.arrow"),
+            cache_file_name=str(entry),
+            load_from_cache_file=committed,
             desc=f"bertlab: {step}",
             **map_kwargs,
         )
+        if not committed:
+            cache_entries.commit(entry, [file["filename"] for file in mapped.cache_files])
+        return mapped

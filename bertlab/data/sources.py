@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from datasets.arrow_writer import ArrowWriter
 from datasets.fingerprint import Hasher
 
+from bertlab.data import cache_entries
 from bertlab.errors import DataError
 from bertlab.hf_format import write_atomically
 
@@ -83,9 +84,9 @@ def require_columns(dataset: datasets.Dataset, columns: Iterable[str], source: s
 
 def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, fingerprint: str) -> datasets.Dataset:
     """The dataset of `rows`, memory-mapped from the arrow file `path`, which is written first unless it
-    exists. Rows stream to disk a writer batch at a time, so memory does not grow with their number; the
-    file is written atomically, so a run killed while writing leaves no partial file."""
-    if not path.is_file():
+    is a committed cache entry (bertlab.data.cache_entries). Rows stream to disk a writer batch at a time, so
+    memory does not grow with their number; the file is written atomically, then committed."""
+    if not cache_entries.is_committed(path):
         def write(temp: str) -> None:
             with ArrowWriter(features=features, path=temp) as writer:
                 for row in rows:
@@ -93,6 +94,7 @@ def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, 
                 writer.finalize()
 
         write_atomically(path, write)
+        cache_entries.commit(path)
     dataset = datasets.Dataset.from_file(str(path))
     dataset._fingerprint = fingerprint  # what later steps' cache keys build on; not where the cache folder is
     return dataset

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from bertlab.config import BertConfig
+from bertlab.data import cache_entries
 from bertlab.data.sources import cache_folder
 from bertlab.lit import teacher as teacher_module
 from bertlab.model import BertModel
@@ -54,7 +55,7 @@ def teacher_embeddings(teacher: str, texts: list[str], *, max_seq_length: int, b
     key = teacher_module.cache_key(Path(teacher), tokenizer.to_str(), texts, None, len(texts), max_seq_length,
                                    device, dtype)
     cache_file = cache_folder(cache_dir) / f"embeddings-{key[:24]}.safetensors"
-    if cache_file.is_file():
+    if cache_entries.is_committed(cache_file):
         tensors, labelling = teacher_module.read_cache(cache_file)
         log.info("Sentence embeddings of %s loaded from %s", teacher, cache_file)
         return TeacherEmbeddings(tensors["embeddings"], labelling, cache_file, from_cache=True)

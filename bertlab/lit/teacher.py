@@ -33,6 +33,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer
 
 from bertlab.config import CONFIG_NAME, BertConfig
+from bertlab.data import cache_entries
 from bertlab.data.classification import length_sorted_dataloader, tokenize_dataset
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import CheckpointError, ConfigError
@@ -206,7 +207,7 @@ def cached_file(folder: Path, key: str, layers: Sequence[int]) -> tuple[Path, li
     each of `layers` sits among the layers it kept."""
     for path in sorted(folder.glob(f"teacher-{key[:24]}-layers*.safetensors")):
         kept = kept_layers(path)
-        if set(layers) <= set(kept):
+        if set(layers) <= set(kept) and cache_entries.is_committed(path):
             return path, [kept.index(layer) for layer in layers]
     return None
 
@@ -220,7 +221,7 @@ def reuse_outputs(folder: Path, family: str, hashes: torch.Tensor, train_rows: i
     needs_hidden = torch.arange(len(hashes)) < train_rows if layers else torch.zeros(len(hashes), dtype=torch.bool)
     for path in sorted(folder.glob("teacher-*-layers*.safetensors"), key=lambda path: -path.stat().st_mtime):
         kept = kept_layers(path)
-        if not set(layers) <= set(kept):
+        if not set(layers) <= set(kept) or not cache_entries.is_committed(path):
             continue
         with safe_open(path, framework="pt") as stored:
             if (stored.metadata() or {}).get("settings") != family or "text_hashes" not in stored.keys():
@@ -259,6 +260,7 @@ def write_cache(path: Path, tensors: dict[str, torch.Tensor], labelling: dict[st
     """`settings`: the teacher settings' key (settings_digest), for later runs to find the file's texts by."""
     metadata = {"labelling": json.dumps(labelling), **({"settings": settings} if settings else {})}
     write_atomically(path, lambda temp: save_file(tensors, temp, metadata=metadata))
+    cache_entries.commit(path)
 
 
 def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -27,13 +27,15 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.recipe_files import recipe_names, recipe_text
-from bertlab.training import schema
+from bertlab.training import run_folder, schema
 from bertlab.training.extras import missing_plugin_message
+from bertlab.training.model_group import CHECKPOINT_KEYS
 from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
                                        raise_job_refusal)
 from bertlab.training.run_folder import is_rank_zero
@@ -98,7 +100,8 @@ def model_preset(name: str) -> dict:
     with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
         model = compose("train", overrides=[f"model={name}"]).model
     fields = OmegaConf.to_container(model, resolve=True)
-    fields.pop("init_from")
+    for key in CHECKPOINT_KEYS:
+        fields.pop(key)
     return fields
 
 
@@ -120,6 +123,8 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
             raise_job_refusal()
             return task(cfg)
         except Exception as error:
+            if user_error(error) is not None:
+                remove_refused_run(HydraConfig.get())
             if not jobs_run_here(HydraConfig.get()):
                 raise  # into the job's result, which the launching process reads and reports
             raise Stop(error) from None
@@ -130,7 +135,7 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
     try:
         hydra_main()
     except (Exception, Stop) as caught:
-        remove_unstarted_sweep_folder()
+        remove_refused_sweep_folder()
         error = caught.error if isinstance(caught, Stop) else caught
         reported = user_error(error)
         if reported is None:
@@ -165,11 +170,33 @@ def flags_first(argv: list[str]) -> list[str]:
     return [*flags, *overrides]
 
 
-def remove_unstarted_sweep_folder() -> None:
-    """A sweep whose jobs were refused before any started leaves no folder behind (Hydra creates it
-    before composing the jobs)."""
+def remove_refused_run(hydra_config: DictConfig) -> None:
+    """A run refused before it wrote results (a bad teacher, a corrupt tokenizer) leaves nothing it created:
+    not its folder with Hydra's .hydra/ and log, not the folders above it that its launch made. A job of a
+    sweep leaves no folder of its own either; the sweep folder goes with `remove_refused_sweep_folder`."""
+    run_dir = Path(hydra_config.runtime.output_dir).absolute()
+    if hydra_config.mode == RunMode.RUN:
+        created = launch_state.run_folder_created
+        if created is None or run_folder.holds_results(run_dir) or not is_rank_zero():
+            return
+        shutil.rmtree(run_dir, ignore_errors=True)
+        folder = run_dir.parent  # and those above it the launch made, unless another run has written there since
+        while folder != created.parent and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    elif Path(hydra_config.sweep.dir).absolute() in run_dir.parents and not run_folder.holds_results(run_dir):
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def remove_refused_sweep_folder() -> None:
+    """A sweep whose jobs were all refused (before any started, or each removed by `remove_refused_run`)
+    leaves no folder behind (Hydra creates it before composing the jobs)."""
     folder = launch_state.sweep_folder_created
-    if folder is not None and not launch_state.job_started:
+    if folder is None:
+        return
+    # Hydra's record of the sweep is all that is left when every job that started was refused (and removed).
+    only_hydra = folder.is_dir() and {path.name for path in folder.iterdir()} <= {".hydra", "multirun.yaml"}
+    if not launch_state.job_started or only_hydra:
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -185,6 +212,9 @@ def user_error(error: BaseException) -> BertlabError | None:
         chain.append(cause)
         cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
     for cause in chain:
+        if type(cause).__name__ == "MisconfigurationException":  # Lightning's, wrapped by Hydra's instantiate
+            return ConfigError(f"Lightning refused the trainer settings: {one_line(cause)}; check the trainer.* "
+                               f"and callbacks.* keys")
         if isinstance(cause, (ValidationError, ConfigKeyError, ConfigAttributeError, MissingConfigException,
                               OverrideParseException)):
             return ConfigError(config_message(cause, error))

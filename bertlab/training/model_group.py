@@ -9,13 +9,15 @@ from bertlab.config import RUNTIME_SWITCHES, BertConfig
 from bertlab.errors import CheckpointError
 from bertlab.training.preflight import overridden_keys
 
+CHECKPOINT_KEYS = ("init_from", "allow_reinitialised")  # the model group's keys that are not BertConfig's
 DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
 
 
 def model_config(model_cfg: DictConfig, **values) -> BertConfig:
-    """BertConfig from the `model` group (minus `init_from`), plus values only known at run time."""
+    """BertConfig from the `model` group (minus the keys of its checkpoint), plus values only known at run time."""
     fields = OmegaConf.to_container(model_cfg, resolve=True)
-    fields.pop("init_from", None)
+    for key in CHECKPOINT_KEYS:
+        fields.pop(key, None)
     fields.update(values)
     return BertConfig.from_dict(fields)
 

@@ -1,7 +1,9 @@
 """Checks of a composed config that run before Hydra writes anything: the recipe is for this command,
-the packages of its loggers are installed (bertlab.training.extras), every value is inside its range
-(bertlab.training.ranges), overridden values fit the arguments of their `_target_`, the model config
-is valid and fits in memory, the folders it needs made first exist (bertlab.training.requirements),
+the packages of its loggers are installed (bertlab.training.extras), every key is one bertlab reads,
+every value is inside its range (bertlab.training.ranges), overridden values fit the arguments of their
+`_target_`, the model config is valid and fits in memory, the folders it needs made first exist
+(bertlab.training.requirements), a GPU run has a GPU, an Optuna search space is one Optuna accepts, the
+checkpoints it loads have encoders that fit (bertlab.training.weights_fit),
 `model.init_from` is not combined with an architecture override, nor
 `budget_minutes` with a length of training, the output folder can be created and holds no other run,
 and a checkpoint to resume belongs to this command, task and model (and, with a budget or
@@ -21,7 +23,9 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import difflib
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -40,7 +45,8 @@ from bertlab.training import budget, extras, precision, run_folder
 from bertlab.training.ranges import RULES, check_ranges
 from bertlab.training.requirements import check_requirements
 from bertlab.training.run_folder import is_rank_zero
-from bertlab.training.schema import ModelSchema
+from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
+from bertlab.training.weights_fit import check_checkpoint_fits
 
 # Keys of the model group that define the architecture: with `model.init_from` they come from the
 # checkpoint's config.json, so an override of one of them cannot take effect.
@@ -48,9 +54,16 @@ ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", 
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act",
                      *VARIANT_KEYS)
 # The modules of `train`; the others fine-tune.
-TRAIN_TASKS = ("PretrainingModule", "ReplacedTokenDetectionModule", "EmbeddingDistillationModule")
+TRAIN_TASKS = ("PretrainingModule", "EmbeddingDistillationModule")
 _NOT_JUDGED = object()  # an annotation or default the checks cannot judge
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+# The checkpoints a run loads weights from: their encoders must fit (bertlab.training.weights_fit).
+CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
+# Keys of groups without a `_target_` or schema that bertlab's code reads (the others are read through
+# interpolations, `${paths.data_dir}`): the GLUE task's record and the paths.
+READ_BY_CODE = ("glue.task", "glue.metrics", "paths.data_dir", "paths.output_dir", "paths.run_dir")
+HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 # Values that bertlab replaces before their `_target_` sees them.
 BERTLAB_VALUES = {"trainer.precision": (precision.FASTEST,)}
 
@@ -69,11 +82,12 @@ class LaunchState:
     """What the callbacks saw of this launch, for cleaning up after a refused sweep; in a job that runs
     in a process of its own, the refusal the job raises."""
     sweep_folder_created: Path | None = None
+    run_folder_created: Path | None = None  # the outermost folder a run's launch is about to create
     job_started: bool = False
     job_refusal: BertlabError | None = None
 
     def reset(self) -> None:
-        self.sweep_folder_created, self.job_started, self.job_refusal = None, False, None
+        self.sweep_folder_created, self.run_folder_created, self.job_started, self.job_refusal = None, None, False, None
 
 
 launch_state = LaunchState()
@@ -84,6 +98,10 @@ class Preflight(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         refusing(lambda: check(config, config.hydra.run.dir, new_run=True))
+        run_dir = Path(config.hydra.run.dir).absolute()
+        if not run_dir.exists():
+            launch_state.run_folder_created = next(folder for folder in reversed((run_dir, *run_dir.parents))
+                                                   if not folder.exists())
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         folder = Path(config.hydra.sweep.dir)
@@ -133,6 +151,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     if config.get("command", command) != command:
         raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
     extras.check_logger_packages(config)
+    check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
     unknown = sorted(set(config.model) - set(ModelSchema.__dataclass_fields__))
     if unknown:
         raise ConfigError(f"unknown config key 'model.{unknown[0]}'; the model group takes the fields of "
@@ -146,6 +165,9 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
         check_target_argument(config, key)
     check_init_from(config, overridden)
     check_requirements(config, overridden)
+    check_accelerator(config)
+    check_search_space(config)
+    check_checkpoints(config)
     check_transfer(config)
     check_embedding_student(config)
     check_copy_pairs(config)
@@ -159,6 +181,85 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
         if is_rank_zero():  # the other ranks of a run write into the folder rank 0 made
             check_run_folder(Path(run_dir), config.resume)
     check_resume(config, Path(run_dir))
+
+
+def check_known_keys(config: DictConfig, schema: type) -> None:
+    """Every key of the composed config is one that some part of bertlab reads: a field of the command's
+    schema at the top, an argument of the `_target_` a group builds, a key read by an interpolation or by
+    bertlab's code (READ_BY_CODE); whether it came from a recipe, `+` or `++`. A key nothing reads would
+    leave its value without effect: `+max_epochs=3` trains for trainer.max_epochs."""
+    tree = OmegaConf.to_container(config, resolve=False)
+    read = interpolated_keys(tree) | set(READ_BY_CODE)
+    tree.pop("hydra", None)
+    unknown = [key for key in tree if key not in schema.__dataclass_fields__]
+    unknown += [key for name, node in tree.items() if isinstance(node, dict) for key in unknown_in_group(name, node, read)]
+    if unknown:
+        near = closest_key(unknown[0], dotted_keys(tree))
+        raise ConfigError(f"unknown config key {unknown[0]!r}: nothing in bertlab reads it" +
+                          (f"; did you mean {near}?" if near else "; see the group's keys with --cfg job"))
+
+
+def interpolated_keys(tree: Any) -> set[str]:
+    """The keys that interpolations anywhere in `tree` read: `${paths.data_dir}` → paths.data_dir."""
+    if isinstance(tree, dict):
+        return set().union(*map(interpolated_keys, tree.values()))
+    if isinstance(tree, list):
+        return set().union(*map(interpolated_keys, tree))
+    return set(INTERPOLATION.findall(tree)) if isinstance(tree, str) else set()
+
+
+def closest_key(key: str, keys: list[str]) -> str | None:
+    """The key of `keys` whose last part is spelt most like `key`'s: max_epochs → trainer.max_epochs."""
+    others = [other for other in keys if other != key]
+    near = difflib.get_close_matches(key.rpartition(".")[2], [other.rpartition(".")[2] for other in others], n=1,
+                                     cutoff=0.75)
+    return next((other for other in others if other.rpartition(".")[2] == near[0]), None) if near else None
+
+
+def unknown_in_group(prefix: str, node: dict, read: set[str]) -> list[str]:
+    """The keys below `node` (at `prefix`) that nothing reads."""
+    if prefix in ("model", "requires"):  # the model's schema is checked with its own message below; the keys
+        return []                        # of `requires` name other keys (bertlab.training.requirements)
+    if prefix == "tokenizer":
+        return [f"tokenizer.{key}" for key in node if key not in TokenizerSchema.__dataclass_fields__]
+    target = node.get("_target_")
+    if isinstance(target, str):
+        parameters = target_parameters(target)
+        unknown = [] if parameters is None else [f"{prefix}.{key}" for key in node
+                                                 if key not in parameters and key not in HYDRA_KEYS]
+        return unknown + [key for name, value in node.items() if isinstance(value, dict) and "_target_" in value
+                          for key in unknown_in_group(f"{prefix}.{name}", value, read)]
+    unknown = []
+    for key, value in node.items():
+        path = f"{prefix}.{key}"
+        if prefix in ("callbacks", "logger"):  # named specs, each built by its own `_target_`
+            if isinstance(value, dict):
+                unknown += unknown_in_group(path, value, read)
+        elif isinstance(value, dict) and "_target_" in value:
+            unknown += unknown_in_group(path, value, read)
+        elif not any(ref == path or ref.startswith(f"{path}.") or path.startswith(f"{ref}.") for ref in read):
+            unknown.append(path)
+    return unknown
+
+
+def dotted_keys(node: Any, prefix: str = "") -> list[str]:
+    if not isinstance(node, dict):
+        return [prefix[:-1]] if prefix else []
+    return [key for name, value in node.items() for key in dotted_keys(value, f"{prefix}{name}.")]
+
+
+@functools.lru_cache(maxsize=None)
+def target_parameters(target: str) -> frozenset[str] | None:
+    """The argument names of `target`; None when it takes any (**kwargs) or cannot be imported."""
+    module_name, _, attribute = target.rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+        parameters = inspect.signature(function).parameters
+    except Exception:  # an unimportable target is reported when it is instantiated
+        return None
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return None
+    return frozenset(parameters)
 
 
 def check_run_folder(run_dir: Path, resume: str | None) -> None:
@@ -186,8 +287,7 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
         precision.recorded_precision(Path(checkpoint))
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
-    saved_task = ("ReplacedTokenDetectionModule" if "discriminator_weight" in saved
-                  else "PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
+    saved_task = ("PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
                   else "EmbeddingDistillationModule" if "teacher" in saved else "ClassificationModule")
     if saved_task != task:
         raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("
@@ -227,6 +327,46 @@ def check_init_from(config: DictConfig, overridden: list[str]) -> None:
         raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
                           f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
                           f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
+
+
+def check_accelerator(config: DictConfig) -> None:
+    """A GPU run on a machine without one is refused here, not by Lightning inside the Trainer's construction."""
+    accelerator = OmegaConf.select(config, "trainer.accelerator", default=None)
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"trainer.accelerator={accelerator}: this machine has no GPU that torch can use "
+                          f"(torch.cuda.is_available() is False); use trainer=cpu, or run on a GPU machine")
+
+
+def check_search_space(config: DictConfig) -> None:
+    """Each search space of an Optuna sweep (hydra.sweeper.params, and sweeps on the command line) is
+    one Optuna accepts: `tag(log, interval(0, 1e-3))` is refused here naming its key."""
+    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None)
+    if sweeper is None or "optuna" not in str(sweeper.get("_target_", "")).lower():
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
+
+    parser = OverridesParser.create()
+    spaces = [f"{key}={value}" for key, value in (OmegaConf.to_container(sweeper, resolve=False).get("params")
+                                                  or {}).items()]
+    for text in [*spaces, *config.hydra.overrides.task]:
+        override = parser.parse_override(text)
+        if not override.is_sweep_override():
+            continue
+        try:
+            create_optuna_distribution_from_override(override)
+        except Exception as error:  # the plugin and Optuna raise ValueError, TypeError, NotImplementedError
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ConfigError(f"{text}: not a search space Optuna accepts ({reason}); e.g. "
+                              f"{override.key_or_group}=tag(log, interval(1e-5, 1e-3)) or choice(16, 32)") from None
+
+
+def check_checkpoints(config: DictConfig) -> None:
+    """The encoder of every checkpoint the run will load fits, before any folder or data is made."""
+    allow = bool(OmegaConf.select(config, "model.allow_reinitialised", default=False))
+    for key in CHECKPOINT_KEYS:
+        if folder := OmegaConf.select(config, key, default=None):
+            check_checkpoint_fits(folder, f"{key}={folder}", allow)
 
 
 def check_transfer(config: DictConfig) -> None:
@@ -283,15 +423,19 @@ def check_target_argument(config: DictConfig, key: str) -> None:
                           f"(argument {name!r} of {parent._target_}), got {type(value).__name__}")
 
 
-def check_output_folder(folder: str | Path) -> None:
-    """Make sure the run folder can be created (as far as one can tell without writing)."""
+RUN_FOLDER_CHOICE = "with hydra.run.dir=… (or hydra.sweep.dir=… with -m), or set BERTLAB_OUTPUT_DIR"
+
+
+def check_output_folder(folder: str | Path, how_to_choose: str = RUN_FOLDER_CHOICE) -> None:
+    """Make sure the output folder can be created (as far as one can tell without writing); the error
+    says how to choose another (`how_to_choose`: a run's keys by default, a command's option)."""
     path = Path(folder).absolute()
     existing = next(parent for parent in (path, *path.parents) if parent.exists())
     problem = ("is not a folder" if not existing.is_dir() else
                "is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
     if problem:
         raise ConfigError(f"output folder {path} cannot be created: {existing} {problem}; choose another "
-                          f"with hydra.run.dir=… (or hydra.sweep.dir=… with -m), or set BERTLAB_OUTPUT_DIR")
+                          f"{how_to_choose}")
 
 
 def parameter_annotation(target: str, name: str) -> Any:

@@ -84,8 +84,6 @@ RULES: dict[str, str | tuple] = {
     "task.hidden_weight": NON_NEGATIVE,
     "task.teacher_batch_size": COUNT,
     "task.compile_mode": COMPILE_MODES,
-    "task.generator_layers": COUNT,
-    "task.discriminator_weight": POSITIVE,
     # optimizer and schedule
     "optimizer.lr": POSITIVE,
     "optimizer.eps": "(0, 1)",

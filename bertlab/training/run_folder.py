@@ -44,6 +44,12 @@ def timestamped_folder(command: str) -> Path:
         TIMESTAMP_FORMAT)
 
 
+def holds_results(run_dir: Path) -> bool:
+    """Whether a run got as far as its resolved config (written once every check has passed and the data is
+    ready), metrics, checkpoints or an export; a run refused before that has only Hydra's .hydra/ and log."""
+    return any((run_dir / name).exists() for name in (CONFIG, METRICS_CSV, CHECKPOINTS, HF_MODEL))
+
+
 def write_config(cfg: DictConfig, run_dir: Path) -> None:
     """The resolved config as `config.yaml`, once the run has passed every check and prepared its data."""
     if is_rank_zero():

@@ -2,8 +2,8 @@
 (`model.hidden_size=abc`, `seed=x`) or an unknown `model.*` key is refused before anything runs.
 
 The model group's schema is `BertConfig`'s own fields (minus those the tokenizer and the data decide)
-plus `init_from`; the conf/model/*.yaml files start from it (`defaults: [/schema/model@_here_]`). The
-tokenizer group's is `path`, `vocab_size` and `WordPieceOptions`' fields.
+plus `init_from` and `allow_reinitialised` (bertlab.training.weights_fit); the conf/model/*.yaml files start from
+it (`defaults: [/schema/model@_here_]`). The tokenizer group's is `path`, `vocab_size` and `WordPieceOptions`' fields.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def _model_schema() -> type:
     types = typing.get_type_hints(BertConfig)
     fields = [(f.name, types[f.name], field(default=f.default)) for f in dataclasses.fields(BertConfig)
               if f.name not in FROM_TOKENIZER_AND_DATA]
-    return dataclasses.make_dataclass("ModelSchema", [("init_from", Optional[str], field(default=None)), *fields])
+    return dataclasses.make_dataclass("ModelSchema", [("init_from", Optional[str], field(default=None)),
+                                                      ("allow_reinitialised", bool, field(default=False)), *fields])
 
 
 ModelSchema = _model_schema()
@@ -77,6 +78,9 @@ class FineTuneSchema(RunSchema):
     monitor: str = "val/accuracy"  # the validation metric that picks the exported checkpoint
     monitor_mode: str = "max"
     glue: Any = None  # {task, metrics} of a GLUE task (conf/glue)
+
+
+SCHEMAS = {"train": TrainSchema, "fine_tune": FineTuneSchema}  # by the command's config name
 
 
 def register(store: ConfigStore) -> None:

@@ -18,6 +18,7 @@ def keeps_freed_memory(**env: str) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the setting exists only in glibc's malloc")
 def test_glibc_keeps_freed_memory_unless_the_user_opts_out():
     assert keeps_freed_memory() == "True"

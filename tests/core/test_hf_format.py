@@ -67,6 +67,7 @@ def minilm_dir() -> Path:
     return Path(package.get_model_path())
 
 
+@pytest.mark.slow
 def test_real_minilm_directory_matches_transformers(minilm_dir):
     transformers = pytest.importorskip("transformers")
     from tokenizers import Tokenizer

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
+from bertlab.tokenizer import ALPHABET_SIZE, SPECIAL_TOKENS, load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 
 transformers = pytest.importorskip("transformers")
 
@@ -126,3 +126,14 @@ def test_training_gives_the_same_vocabulary_every_time():
     assert {"##a", "##t", "the"} <= set(json.loads(vocabulary))
     assert special_token_ids(train_tokenizer(texts, vocab_size=60, min_frequency=1)) == {
         "pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
+
+
+def test_a_corpus_of_more_characters_than_the_alphabet_holds_gives_the_same_vocabulary_every_time():
+    # 1,200 CJK characters (each a word of its own), all equally frequent: the trainer's cut to 1,000 kept
+    # another thousand in each training before bertlab chose them itself (4 vocabularies in 4 trainings).
+    characters = [chr(0x4E00 + index) for index in range(1200)]
+    texts = [" ".join(characters[start:start + 40]) for start in range(0, 1200, 40)] * 2
+    vocabularies = {json.dumps(train_tokenizer(texts, vocab_size=1500).get_vocab(), sort_keys=True) for _ in range(4)}
+    assert len(vocabularies) == 1
+    kept = set(json.loads(vocabularies.pop())) & set(characters)
+    assert kept == set(characters[:ALPHABET_SIZE])  # ties go to the lower code points

@@ -409,6 +409,7 @@ def test_corpus_without_text_or_column_is_rejected(tmp_path):
         make_module(blank, tmp_path, text_column="body")
 
 
+@pytest.mark.slow
 def test_unreachable_hub_id_fails_fast_with_one_data_error(tmp_path):
     script = textwrap.dedent(
         """

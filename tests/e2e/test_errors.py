@@ -109,9 +109,8 @@ def test_debug_switch_shows_the_traceback(monkeypatch, capsys):
     (["+data.text_column=body"], "has no column(s) ['body']; available columns: ['text']"),
     (["model.max_position_embeddings=16"], "sequence length 32 exceeds max_position_embeddings (16)"),
     (["resume=/no/such/last.ckpt"], "resume='/no/such/last.ckpt': no checkpoint at /no/such/last.ckpt"),
-    (["+data.colour=red"],
-     "Error in call to target 'bertlab.data.pretraining.PretrainingDataModule': "
-     "TypeError(\"PretrainingDataModule.__init__() got an unexpected keyword argument 'colour'\")"),
+    (["+data.colour=red"], "unknown config key 'data.colour': nothing in bertlab reads it"),
+    (["+tokenizer.lower_case=false"], "unknown config key 'tokenizer.lower_case': nothing in bertlab reads it"),
 ])
 def test_bad_pretraining_input(overrides, expected, tiny_data_dir, workspace, capsys):
     run_dir = workspace / "train_run"

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from tests.bertlab_runs import pretraining, run_in_process
 
 
@@ -9,6 +11,7 @@ def cache_files(cache_dir: Path) -> dict[str, int]:
     return {str(path.relative_to(cache_dir)): path.stat().st_mtime_ns for path in cache_dir.rglob("*")}
 
 
+@pytest.mark.slow
 def test_train_loads_what_prepare_data_built_and_builds_nothing(tiny_data_dir, tmp_path, capsys):
     cache_dir, run_dir = tmp_path / "cache", tmp_path / "run"
     train = pretraining(tiny_data_dir, cache_dir, run_dir, "trainer.max_steps=2", "data.num_proc=2")

@@ -156,6 +156,7 @@ def test_a_transfer_set_without_a_teacher_is_a_one_line_error(tiny_data_dir, tmp
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tmp_path, monkeypatch):
     seen = []  # rows of each teacher forward
     forward = BertForSequenceClassification.forward
@@ -183,6 +184,7 @@ def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tm
     assert torch.equal(twice.train_hidden, computed.train_hidden.expand(-1, 2, -1))
 
 
+@pytest.mark.slow
 def test_a_changed_set_of_texts_takes_the_outputs_the_cache_holds_and_the_teacher_reads_the_rest(
         runs, tmp_path, monkeypatch):
     read = []  # the texts of each teacher pass
@@ -211,6 +213,7 @@ def test_a_changed_set_of_texts_takes_the_outputs_the_cache_holds_and_the_teache
     assert len(read) == 3 and again.from_cache  # the grown set's own file
 
 
+@pytest.mark.slow
 def test_a_time_budget_leaves_the_teachers_labelling_out(runs, tiny_data_dir, tmp_path, monkeypatch):
     """The labelling happens once, in the calibration's trial; the run reads the cache. A budget that
     counted it would give a first run fewer steps than the same run with the cache already made."""
@@ -301,6 +304,7 @@ def student(hidden_size: int = 32, **options) -> DistillationModule:
     return DistillationModule(model=model, **options)
 
 
+@pytest.mark.slow
 def test_distillation_settings_that_cannot_work_are_refused(runs, tmp_path):
     teacher = str(runs["teacher"])
     with pytest.raises(ConfigError, match=r"^task.teacher is not set"):
@@ -325,6 +329,7 @@ def test_distillation_settings_that_cannot_work_are_refused(runs, tmp_path):
         student(teacher=teacher, layer_map=[[1, 1]])
 
 
+@pytest.mark.slow
 def test_the_projection_exists_only_where_hidden_states_are_matched_across_widths(runs):
     assert student(teacher=str(runs["teacher"])).hidden_projection is None
     assert student(teacher=str(runs["teacher"]), hidden_weight=1.0).hidden_projection is None  # both 32 wide
@@ -333,6 +338,7 @@ def test_the_projection_exists_only_where_hidden_states_are_matched_across_width
     assert module.hparams.config["hidden_size"] == 16 and module.hparams.teacher == str(runs["teacher"])
 
 
+@pytest.mark.slow
 def test_the_students_dropout_holds_for_the_run_and_its_export_keeps_the_configs(runs, tmp_path):
     module = student(teacher=str(runs["teacher"]), dropout=0.0)
     ids = torch.randint(5, 60, (3, 8), generator=torch.Generator().manual_seed(0))

@@ -89,6 +89,7 @@ def test_the_run_keeps_no_dropout_but_the_students_dropout_in_its_config(folders
     assert module.model.config.hidden_dropout_prob == tiny_config().hidden_dropout_prob > 0
 
 
+@pytest.mark.slow
 def test_train_distils_logs_and_exports_a_bertmodel_with_its_trained_pooler(runs, folders):
     with (runs["distilled"] / "metrics.csv").open(newline="") as handle:
         logged = {key for row in csv.DictReader(handle) for key, value in row.items() if value}
@@ -108,6 +109,7 @@ def test_train_distils_logs_and_exports_a_bertmodel_with_its_trained_pooler(runs
     assert any(not torch.equal(value, classifier.bert.encoder.state_dict()[key]) for key, value in initial.items())
 
 
+@pytest.mark.slow
 def test_fine_tune_starts_from_the_export(runs, folders, tmp_path, capsys):
     export = runs["distilled"] / "hf_model"
     outcome = run_in_process(fine_tuning(folders["data"], export, tmp_path / "sst2", f"model.init_from={export}",
@@ -116,6 +118,7 @@ def test_fine_tune_starts_from_the_export(runs, folders, tmp_path, capsys):
     assert (tmp_path / "sst2" / "hf_model" / "model.safetensors").is_file()
 
 
+@pytest.mark.slow
 def test_a_resumed_run_ends_as_the_uninterrupted_one_and_reads_the_teachers_cache(runs):
     assert runs["teacher_passes_when_resumed"] == 0
     uninterrupted, resumed = final_weights(runs["distilled"]), final_weights(runs["resumed"])
@@ -142,6 +145,7 @@ def test_prepare_data_says_a_sentence_distillation_has_nothing_to_prepare(folder
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_distillation_checkpoint_is_not_resumed_by_fine_tune(runs, folders, tmp_path, capsys):
     checkpoint = runs["distilled"] / "lightning_checkpoints" / "last.ckpt"
     outcome = run_in_process(fine_tuning(folders["data"], runs["distilled"] / "hf_model", tmp_path / "run",

@@ -24,6 +24,7 @@ from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_we
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
 
 
+@pytest.mark.slow
 def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
     torch.manual_seed(0)  # the initial weights: this test's outcome must not hang on the tests run before it
     module = pretraining_module()

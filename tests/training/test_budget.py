@@ -100,6 +100,7 @@ def test_a_replan_takes_the_slower_of_the_warmups_pace_and_the_calibrations(step
     assert replanned_steps(100, 64.0, step, calibration(0.125, 1.0, 4)) == steps
 
 
+@pytest.mark.slow
 def test_a_budgeted_run_records_its_steps_and_that_config_repeats_it_bit_for_bit(runs):
     steps, epochs, minutes = recorded(runs["budgeted"])
     assert steps > 8 and epochs == -1 and minutes is None
@@ -109,6 +110,7 @@ def test_a_budgeted_run_records_its_steps_and_that_config_repeats_it_bit_for_bit
         runs["budgeted"] / "hf_model" / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_a_budgeted_run_replans_at_the_end_of_its_warmup_and_its_config_repeats_it_bit_for_bit(replanned):
     log = (replanned["replanned"] / "mlm_tiny.log").read_text()
     calibrated = int(re.search(r"budget_minutes=0.1: trainer.max_steps=(\d+) at ", log)[1])
@@ -123,6 +125,7 @@ def test_a_budgeted_run_replans_at_the_end_of_its_warmup_and_its_config_repeats_
             replanned["replanned"] / "hf_model" / "model.safetensors"), other
 
 
+@pytest.mark.slow
 def test_a_resumed_budgeted_run_keeps_the_recorded_steps(runs):
     assert recorded(runs["forked"]) == recorded(runs["budgeted"])
     assert sha256(runs["forked"] / "hf_model" / "model.safetensors") == sha256(
@@ -143,6 +146,7 @@ def test_bad_budgets_are_one_line(tiny_data_dir, tmp_path, capsys, overrides, ex
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_fine_tune_trains_for_a_budget_too(tiny_data_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(trial, "clock", FakeClock(0.08))
     tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
@@ -170,6 +174,7 @@ def test_a_budget_too_short_for_one_step_is_one_line(tiny_data_dir, tmp_path, ca
     assert not (tmp_path / "run" / "config.yaml").exists() and not list((tmp_path / "run").glob(".trial-*"))
 
 
+@pytest.mark.slow
 def test_resuming_with_a_budget_needs_the_config_of_the_resumed_run(runs, tmp_path, capsys, tiny_data_dir):
     checkpoint = tmp_path / "loose" / "step=8.ckpt"
     checkpoint.parent.mkdir()

@@ -176,6 +176,7 @@ def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, P
     return checkpoint.parent, tmp_path / "suite"
 
 
+@pytest.mark.slow
 def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_glue, capsys):
     run, suite = tiny_glue
     argv = ["glue", str(run), "tasks=sst2,stsb", "seeds=0,1", *TINY_JOBS, f"hydra.sweep.dir={suite}"]
@@ -208,6 +209,7 @@ def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_gl
     assert {path: path.stat().st_mtime_ns for path in suite.glob("*/*/hf_model/model.safetensors")} == exported
 
 
+@pytest.mark.slow
 def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys):
     run, suite = tiny_glue
     outcome = run_in_process(["glue", str(run), "tasks=stsb", "seeds=0", "lrs=1e-3,2e-3", *TINY_JOBS,
@@ -222,6 +224,7 @@ def test_a_learning_rate_grid_runs_each_rate_in_its_own_folder(tiny_glue, capsys
     assert "stsb/lr_0.001/seed_0" in summary and "stsb/lr_0.002/seed_0" in summary
 
 
+@pytest.mark.slow
 def test_a_task_of_its_own_rate_runs_in_the_same_suite(tiny_glue, capsys):
     run, suite = tiny_glue
     outcome = run_in_process(["glue", str(run), "tasks=sst2,stsb", "seeds=0", "lrs=stsb:2e-3,1e-3", *TINY_JOBS,

@@ -82,6 +82,7 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     return {name: root / name for name in ("chosen", "fixed", "resumed")}
 
 
+@pytest.mark.slow
 def test_the_faster_candidate_wins_and_config_yaml_records_it(runs):
     chosen, steps, minutes = recorded(runs["chosen"])
     assert chosen == "bf16-mixed" and steps > 8 and minutes is None
@@ -90,12 +91,14 @@ def test_the_faster_candidate_wins_and_config_yaml_records_it(runs):
     assert choice < log.index(f"budget_minutes=0.05: trainer.max_steps={steps} at ")
 
 
+@pytest.mark.slow
 def test_the_recorded_config_repeats_the_run_bit_for_bit(runs):
     assert recorded(runs["fixed"]) == ("bf16-mixed", recorded(runs["chosen"])[1], None)
     assert sha256(runs["fixed"] / "hf_model" / "model.safetensors") == sha256(
         runs["chosen"] / "hf_model" / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_a_resumed_run_keeps_the_recorded_precision(runs):
     assert recorded(runs["resumed"]) == recorded(runs["chosen"])
     assert ("trainer.precision=fastest: resuming, keeping trainer.precision=bf16-mixed of the resumed run"
@@ -104,6 +107,7 @@ def test_a_resumed_run_keeps_the_recorded_precision(runs):
         runs["chosen"] / "hf_model" / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_fine_tune_chooses_too(tiny_data_dir, tmp_path, capsys, monkeypatch):
     timed = trials_measuring(monkeypatch, FP32_FASTER)
     tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
@@ -139,6 +143,7 @@ def test_the_choice_takes_each_candidates_best_round_and_a_margin(monkeypatch, r
     assert (cfg.trainer.precision, asked) == (expected, ROUNDS)
 
 
+@pytest.mark.slow
 def test_a_sweeps_later_seeds_keep_the_first_choice(tiny_data_dir, tmp_path, capsys, monkeypatch):
     timed = trials_measuring(monkeypatch, FP32_FASTER)
     tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
@@ -156,6 +161,7 @@ def test_a_sweeps_later_seeds_keep_the_first_choice(tiny_data_dir, tmp_path, cap
     assert timed == ROUNDS * 2  # other data: timed anew
 
 
+@pytest.mark.slow
 def test_without_native_bf16_32_true_is_chosen_untimed(tiny_data_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(precision, "native_bf16", lambda device: False)
     monkeypatch.setattr(trial, "clock", never_read)
@@ -177,6 +183,7 @@ def test_bad_precisions_are_one_line(tiny_data_dir, tmp_path, capsys, value):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_resuming_fastest_needs_the_config_of_the_resumed_run(runs, tmp_path, capsys, tiny_data_dir):
     checkpoint = tmp_path / "loose" / "step=8.ckpt"
     checkpoint.parent.mkdir()

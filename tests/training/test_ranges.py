@@ -58,6 +58,7 @@ def composed() -> list[dict]:
     return configs
 
 
+@pytest.mark.slow
 def test_every_numeric_value_of_every_shipped_config_has_a_rule(composed):
     numeric = set().union(*(numeric_keys(cfg) for cfg in composed))
     assert len(composed) > 20 and len(numeric) > 30
@@ -68,6 +69,7 @@ def test_enumerated_keys_declare_their_choices():
     assert all(isinstance(RULES[key], tuple) for key in ENUMERATED)
 
 
+@pytest.mark.slow
 def test_every_rule_names_a_key_of_a_shipped_config(composed):
     def has(cfg: dict, key: str) -> bool:
         node = cfg

@@ -9,9 +9,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_object
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
+from bertlab.errors import ConfigError
 from bertlab.recipe_files import recipe_names
 from bertlab.training.app import register_configs
 from bertlab.training.model_group import model_config
+from bertlab.training.preflight import check_known_keys
+from bertlab.training.schema import SCHEMAS
 
 PRIMARY = {"train": "train", "fine-tune": "fine_tune"}
 
@@ -113,3 +116,44 @@ def test_every_folder_a_recipe_reads_is_required_with_the_command_that_makes_it(
     for key, command in required.items():
         assert command.startswith("python -m bertlab ")
         assert made_here[key].startswith(made_by(command, output_dir)), (name, key, command)
+
+
+GROUP_OPTIONS = {"train": ["task=mlm_nsp", "task=embedding_distill data=sentences", "trainer=ddp",
+                           "trainer=fsdp", "trainer=gpu", "trainer=gpu_deterministic", "scheduler=cosine", "logger=tensorboard", "logger=mlflow",
+                           "logger=wandb", "model=bert_base"],
+                 "fine-tune": ["task=distill", "+glue=cola", "+glue=stsb", "+glue=mnli_mm", "callbacks=default",
+                               "scheduler=cosine", "trainer=gpu"]}
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_key_of_a_recipe_is_read_by_bertlab(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
+    cfg = compose_recipe(name, command_of(name), tmp_path, keep_hydra=True)
+    check_known_keys(cfg, SCHEMAS[PRIMARY[command_of(name)]])
+
+
+@pytest.mark.parametrize("command, option", [(command, option) for command, options in GROUP_OPTIONS.items()
+                                             for option in options])
+def test_every_key_of_a_shipped_config_group_is_read_by_bertlab(command, option):
+    """Each group's options on the command's own config (a recipe's keys belong to its own groups)."""
+    register_configs()
+    with initialize_config_module("bertlab.conf", version_base="1.3"):
+        cfg = compose(PRIMARY[command], overrides=option.split(), return_hydra_config=True)
+    check_known_keys(cfg, SCHEMAS[PRIMARY[command]])
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("+max_epochs=3", "unknown config key 'max_epochs': nothing in bertlab reads it; did you mean trainer.max_epochs?"),
+    ("++max_epochs=3", "unknown config key 'max_epochs': nothing in bertlab reads it; did you mean trainer.max_epochs?"),
+    ("+trainer.max_epoch=3", "unknown config key 'trainer.max_epoch': nothing in bertlab reads it; did you mean "
+                             "trainer.max_epochs?"),
+    ("+optimizer.betaz=[0.9,0.9]", "unknown config key 'optimizer.betaz'"),
+    ("+callbacks.checkpoint.every=3", "unknown config key 'callbacks.checkpoint.every'"),
+    ("+paths.scratch=/tmp", "unknown config key 'paths.scratch'"),
+    ("+data.colour=red", "unknown config key 'data.colour'"),
+])
+def test_a_key_nothing_reads_is_refused(override, expected, tmp_path):
+    cfg = compose_recipe("mlm_tiny", "train", tmp_path, [override], keep_hydra=True)
+    with pytest.raises(ConfigError) as error:
+        check_known_keys(cfg, SCHEMAS["train"])
+    assert str(error.value).startswith(expected)
