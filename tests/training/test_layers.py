@@ -10,8 +10,8 @@ import bertlab
 
 PACKAGE = Path(bertlab.__file__).parent
 LAYERS = {  # module or folder → layer; a higher layer may import a lower or the same one
-    "errors": 0, "recipe_files": 0, "config": 1, "flops": 1, "dropout": 1, "losses": 1, "tokenizer": 1, "tokenizer_stages": 2, "allocator": 1,
-    "hf_format": 2,
+    "errors": 0, "recipe_files": 0, "stats": 1, "modernbert_format": 1, "config": 1, "flops": 1, "dropout": 1, "losses": 1, "tokenizer": 1, "tokenizer_stages": 2, "allocator": 1,
+    "hf_format": 2, "remote_code": 2,
     "model": 2, "metrics": 2, "weight_selection": 2,
     "data": 3, "lit": 3, "inference": 4, "interpret": 4, "training": 5, "bench": 6, "commands": 7,
     "cli": 7, "__main__": 8, "__init__": 3,
@@ -23,14 +23,18 @@ def layer(module: str) -> int:
     return LAYERS[parts[1] if len(parts) > 1 else "__init__"]
 
 
+def is_bertlab(module: str) -> bool:
+    return module == "bertlab" or module.startswith("bertlab.")  # not an export's bertlab_model (remote_code)
+
+
 def imports_of(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bertlab"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and is_bertlab(node.module):
             found |= {f"{node.module}.{alias.name}" if node.module == "bertlab" else node.module for alias in node.names}
         elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("bertlab")}
+            found |= {alias.name for alias in node.names if is_bertlab(alias.name)}
     return found
 
 
