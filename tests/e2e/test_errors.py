@@ -61,7 +61,7 @@ def test_unknown_command(capsys):
 
 @pytest.mark.parametrize("overrides, expected", [
     (["+recipe=nope"], "unknown recipe 'nope'; known recipes: embed_distill_tiny, mlm_base_gpu, mlm_mini_wiki, "
-                       "mlm_nsp_tiny, mlm_tiny, mlm_tiny_plain, mlm_tiny_wiki"),
+                       "mlm_nsp_tiny, mlm_tiny, mlm_tiny_modern, mlm_tiny_plain, mlm_tiny_wiki"),
     (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_large, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
@@ -102,8 +102,8 @@ def test_debug_switch_shows_the_traceback(monkeypatch, capsys):
 @pytest.mark.parametrize("overrides, expected", [
     (["model.hidden_size=30", "model.num_attention_heads=4"],
      "model config: hidden_size (30) must be divisible by num_attention_heads (4)"),
-    (["model.position_embedding_type=rotary"],
-     "model config: unknown position_embedding_type 'rotary'; expected one of"),
+    (["model.position_embedding_type=alibi"],
+     "model config: unknown position_embedding_type 'alibi'; expected one of"),
     (["model.hidden_act=swishy"], "model config: unknown hidden_act 'swishy'; expected one of"),
     (["data.source=/no/such/corpus"], "'/no/such/corpus' does not exist"),
     (["+data.text_column=body"], "has no column(s) ['body']; available columns: ['text']"),
