@@ -54,7 +54,7 @@ def write_atomically(path: Path, write) -> None:
         raise
 
 
-def _layer_pattern(keys: list[str]) -> list[str]:
+def layer_pattern(keys: list[str]) -> list[str]:
     """Collapses per-layer keys: `encoder.layer.{0-5}.attention.self.query.weight`."""
     layers: dict[str, list[int]] = defaultdict(list)
     for key in keys:
@@ -94,13 +94,13 @@ class LoadReport:
         lines = [f"Loaded {self.loaded} tensors from {self.source} into {self.model_class}."]
         if self.missing:
             lines.append("  newly initialised (not in the checkpoint; train them):")
-            lines += [f"    {line}" for line in _layer_pattern(self.missing)]
+            lines += [f"    {line}" for line in layer_pattern(self.missing)]
         if self.mismatched:
             lines.append("  re-initialised (shape in checkpoint differs from this model):")
             lines += [f"    {key}: checkpoint {tuple(a)} vs model {tuple(b)}" for key, a, b in self.mismatched]
         if self.unexpected:
             lines.append("  ignored (in the checkpoint, not used by this model):")
-            lines += [f"    {line}" for line in _layer_pattern(self.unexpected)]
+            lines += [f"    {line}" for line in layer_pattern(self.unexpected)]
         lines += [f"  {note}" for note in self.notes]
         return "\n".join(lines)
 

@@ -43,6 +43,11 @@ def fingerprint(path: Path) -> list:
         return [path.stat().st_size, hashlib.file_digest(handle, "sha256").hexdigest()]
 
 
+def matches(path: Path, recorded: list) -> bool:
+    """Whether `path` has the recorded size and hash; a file of another size is not read."""
+    return path.stat().st_size == recorded[0] and fingerprint(path) == recorded
+
+
 def is_committed(entry: Path) -> bool:
     """Whether `entry` is whole: its commit record lists files that are all there, unchanged."""
     record = record_path(entry)
@@ -53,7 +58,7 @@ def is_committed(entry: Path) -> bool:
         return False
     try:
         listed = json.loads(record.read_text())["files"]
-        whole = bool(listed) and all(fingerprint(entry.parent / name) == value for name, value in listed.items())
+        whole = bool(listed) and all(matches(entry.parent / name, value) for name, value in listed.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         whole = False
     if not whole:

@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import WEIGHTS_NAME, LoadReport, _layer_pattern
+from bertlab.hf_format import WEIGHTS_NAME, LoadReport, layer_pattern
 from bertlab.model import BertModel
 
 log = logging.getLogger("bertlab")
@@ -35,7 +35,7 @@ def unfit_encoder_tensors(report: LoadReport) -> list[str]:
     unexpected = [key for key in report.unexpected if is_encoder_tensor(key)]
     mismatched = [f"{key} (checkpoint {tuple(found)}, model {tuple(wanted)})"
                   for key, found, wanted in report.mismatched if is_encoder_tensor(key)]
-    groups = [("missing", _layer_pattern(missing)), ("unexpected", _layer_pattern(unexpected)),
+    groups = [("missing", layer_pattern(missing)), ("unexpected", layer_pattern(unexpected)),
               ("shape of", mismatched)]
     return [f"{name} {', '.join(keys)}" for name, keys in groups if keys]
 
