@@ -19,6 +19,7 @@ METRICS_CSV = "metrics.csv"
 VALIDATION, TEXT_VALIDATION = "val", "val_text"
 VALIDATION_SETS = {VALIDATION: "held-out, built like training", TEXT_VALIDATION: "held-out plain text"}
 VALIDATION_PREFIXES = tuple(f"{name}/" for name in VALIDATION_SETS)
+SERIES_COLOURS = {"train": "C0", VALIDATION: "C1", TEXT_VALIDATION: "C2"}  # a set keeps its colour in every panel
 # Metrics where lower is better; every other validation metric is best at its maximum.
 _LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
 
@@ -94,6 +95,11 @@ def plot_panels(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
 
 
 def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
+    figure = metrics_figure(frame)
+    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
+
+
+def metrics_figure(frame: pd.DataFrame) -> Figure:
     """metrics.png: the `plot_panels`, each validation curve labelled with what its set measures (`metric_label`),
     the plain text's dashed."""
     panels = plot_panels(frame)
@@ -108,9 +114,10 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
             if name.startswith(VALIDATION_PREFIXES):
                 text = name.startswith(f"{TEXT_VALIDATION}/")  # dashed in every panel
                 axes.plot(values.index, values.values, marker="o", markersize=3, linestyle="--" if text else "-",
-                          label=metric_label(name, frame))
+                          color=SERIES_COLOURS.get(name.split("/")[0]), label=metric_label(name, frame))
             else:
-                line, = axes.plot(values.index, values.values, alpha=0.3, linewidth=0.8)
+                line, = axes.plot(values.index, values.values, alpha=0.3, linewidth=0.8,
+                                  color=SERIES_COLOURS.get(name.split("/")[0]))
                 smoothed = values.rolling(max(1, len(values) // 50), min_periods=1).mean()
                 axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
         axes.set_title(title)
@@ -120,7 +127,7 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
         axes.grid(alpha=0.3)
         if len(names) > 1:
             axes.legend(fontsize="small")
-    write_atomically(path, lambda temp: figure.savefig(temp, format="png", dpi=100))
+    return figure
 
 
 def run_summary(run_dir: Path, minutes: float, monitor: str | None = None, mode: str | None = None) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bertlab.metrics import metric_label, plot_metrics, plot_panels, read_metrics, run_summary, summarise_metrics
+from bertlab.metrics import (metric_label, metrics_figure, plot_metrics, plot_panels, read_metrics, run_summary,
+                             summarise_metrics)
 
 
 def test_summary_picks_the_best_value_in_each_metrics_direction():
@@ -45,6 +46,13 @@ def test_a_run_with_two_validation_sets_labels_each_and_plots_each_metric_of_bot
     assert summary["validation_sets"]["val"] == "held-out, built like training"
     plot_metrics(frame, tmp_path / "metrics.png")
     assert (tmp_path / "metrics.png").read_bytes().startswith(b"\x89PNG")
+    colours = {}  # a set's curves keep one colour across the panels, so the legend of one panel reads for all
+    for axes in metrics_figure(frame).axes:
+        for line in axes.get_lines():
+            if not line.get_label().startswith("_"):
+                colours.setdefault(line.get_label().split("/")[0], set()).add(line.get_color())
+    assert {name: len(found) for name, found in colours.items()} == {"train": 1, "val": 1, "val_text": 1}
+    assert len({found.pop() for found in colours.values()}) == 3
 
 
 def test_a_run_with_one_validation_set_keeps_its_names_and_panels():
