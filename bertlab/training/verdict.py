@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.stats import compare_scores, summarize
-from bertlab.training.glue import GLUE_AVERAGE, GLUE_SEEDS, finished, job_configs, read_seed_scores, seed_scores
+from bertlab.training.glue import GLUE_AVERAGE, GLUE_SEEDS, finished, job_configs
+from bertlab.training.glue_scores import read_seed_scores, seed_scores
 
 SeedRows = list[dict[str, Any]]  # glue_seeds.csv's rows: task, seed, score, …
 
