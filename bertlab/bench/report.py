@@ -1,4 +1,4 @@
-"""Benchmark results: throughputs and ratios from the timings, as JSON and as Markdown tables."""
+"""Benchmark results: throughputs and ratios from the timings, as JSON and as Markdown tables (bertlab.tables)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bertlab.bench.clock import Timing
+from bertlab.tables import markdown_table, write_markdown
 
 
 @dataclass
@@ -65,9 +66,7 @@ def add_ratios(results: list[Result], peaks: dict[str, float], datasheet: dict[s
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    return "\n".join(markdown_table(header, rows, rule="---"))
 
 
 def _ratio(value: float | None) -> str:
@@ -132,8 +131,7 @@ def write(run_dir: Path, results: list[Result], peaks: dict[str, float], machine
           datasheet: dict[str, float] | None = None) -> str:
     """Writes results.json and results.md into `run_dir`; returns the Markdown."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    text = markdown(results, peaks, machine, datasheet)
-    (run_dir / "results.md").write_text(text, encoding="utf-8")
+    text = write_markdown(run_dir / "results.md", markdown(results, peaks, machine, datasheet))
     payload = {"machine": machine, "matmul_peak_flops": peaks, "datasheet_peak_flops": datasheet or {},
                "results": [r.to_dict() for r in results]}
     (run_dir / "results.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")

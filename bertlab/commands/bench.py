@@ -12,32 +12,21 @@ Needs the dev extra: pip install -e ".[dev]".
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib
-import logging
 import os
-import platform
-import shlex
-import sys
-import time
-import warnings
-from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
 from bertlab.allocator import keep_freed_memory
+from bertlab.bench.machine import datasheet_peaks, machine_info, quiet_libraries, require_dev_extra, resolve_device
+from bertlab.bench.sections import Progress, modernbert_results, pretraining_results, sst2_results
 from bertlab.commands.arguments import ArgumentParser, positive_int
-from bertlab.errors import BertlabError
-from bertlab.flops import dense_bf16_peak_flops
 
 SECTIONS = ("pretraining", "modernbert", "fine-tuning", "inference")
 SIZES = ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large")
 # (sizes, repeats, MLM steps, fine-tuning steps, inference sentences); "all" sentences = the split
 PROFILES = {"full": (("bert_tiny", "bert_mini", "bert_small"), 3, 2, 12, None),
             "quick": (("bert_tiny",), 2, 1, 4, 256)}
-SMALL_VOCAB = 8192  # the small recipes' trained WordPiece vocabulary
-SMALL_VOCAB_SIZES = ("bert_tiny", "bert_mini", "bert_small")
 
 
 def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
@@ -101,151 +90,10 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     return args
 
 
-def require_dev_extra(module: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise BertlabError(f"the benchmark needs {module}, part of the dev extra: pip install -e \".[dev]\"") from None
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise BertlabError("--device cuda: torch sees no CUDA device here; use --device cpu or auto")
-    return torch.device(name)
-
-
 def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     return torch.cpu._is_avx512_bf16_supported()  # CPUs with AMX have it too
-
-
-def datasheet_peaks(device: torch.device, peak_tflops: float | None) -> dict[str, float]:
-    """{"bf16": FLOP/s} from --peak-tflops or the device's name; {} where neither gives one."""
-    peak = None if peak_tflops is None else peak_tflops * 1e12
-    if peak is None and device.type == "cuda":
-        peak = dense_bf16_peak_flops(torch.cuda.get_device_name(device))
-    return {} if peak is None else {"bf16": peak}
-
-
-def machine_info(device: torch.device, threads: int, argv: list[str], allocator: str) -> dict[str, str]:
-    import lightning
-    import transformers
-    processor = platform.processor()
-    if Path("/proc/cpuinfo").is_file():
-        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")]
-        processor = names[0] if names else processor
-    info = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "command": "python -m bertlab bench " + shlex.join(argv),
-            "cpu": f"{processor} ({os.cpu_count()} cores visible, {threads} torch threads)",
-            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-            "versions": f"torch {torch.__version__}, transformers {transformers.__version__}, "
-                        f"lightning {lightning.__version__}, Python {platform.python_version()}",
-            "allocator": allocator}
-    if hasattr(os, "getloadavg"):
-        info["load average at start (1 min)"] = f"{os.getloadavg()[0]:.2f}"
-    return info
-
-
-def quiet_libraries() -> None:
-    """The benchmark configures Lightning's Trainers and loads checkpoints without their heads on
-    purpose: their notices about it would bury the results."""
-    import datasets
-    import transformers
-    transformers.logging.set_verbosity_error()
-    datasets.disable_progress_bars()
-    for name in ("lightning.pytorch", "lightning.pytorch.utilities.rank_zero", "lightning.fabric", "bertlab"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    warnings.filterwarnings("ignore", module=r"lightning\.")
-
-
-class Progress:
-    """Prints each comparison's results as they come, with the time since the start."""
-
-    def __init__(self) -> None:
-        self.started = time.perf_counter()
-
-    def show(self, results: list) -> list:
-        print(f"[{time.perf_counter() - self.started:4.0f} s]", flush=True)
-        for r in results:
-            print(f"  {r.case:<10} {r.precision:<5} {r.system:<34} {r.throughput:>10,.1f} {r.unit:<12} "
-                  f"(median of {len(r.timing.seconds)}, spread ±{50 * r.timing.spread:.0f}%)", flush=True)
-        return results
-
-
-def pretraining_results(args: argparse.Namespace, model_dir: str, device: torch.device, precisions: list[str],
-                        progress: Progress) -> list:
-    from bertlab.bench import pretraining
-    from bertlab.tokenizer import load_tokenizer, special_token_ids
-
-    tokenizer = load_tokenizer(model_dir)  # its vocabulary (bert-base-uncased's) for both systems
-    special_ids = special_token_ids(tokenizer)
-    results = []
-    for size in args.sizes:
-        for precision in precisions:
-            config = pretraining.mlm_config(size, tokenizer.get_vocab_size(), args.dropout)
-            setup = pretraining.MlmSetup(size, config, args.batch_size, args.length, model_dir, device, precision,
-                                         args.steps, args.warmup, compile=args.compile)
-            fast_paths = tuple(name for name in chosen_fast_paths(args.fast_paths, pretraining.FAST_PATH_SWITCHES)
-                               if not (args.compile and name == "torch.compile"))
-            small_vocab = SMALL_VOCAB if size in SMALL_VOCAB_SIZES else None
-            results += progress.show(pretraining.compare(setup, special_ids, args.repeats, small_vocab=small_vocab,
-                                                         fast_paths=fast_paths))
-    return results
-
-
-def modernbert_results(args: argparse.Namespace, model_dir: str, device: torch.device, precisions: list[str],
-                       progress: Progress) -> list:
-    """bertlab's ModernBERT-shaped step against transformers' ModernBertForMaskedLM (bertlab.bench.modernbert)."""
-    from bertlab.bench import modernbert, pretraining
-    from bertlab.tokenizer import load_tokenizer, special_token_ids
-
-    tokenizer = load_tokenizer(model_dir)
-    special_ids = special_token_ids(tokenizer)
-    results = []
-    for precision in precisions:
-        base = pretraining.MlmSetup("", pretraining.mlm_config("bert_tiny", tokenizer.get_vocab_size()),
-                                    args.batch_size, args.length, model_dir, device, precision, args.steps,
-                                    args.warmup, compile=args.compile)
-        for setup in modernbert.setups(base, tuple(args.sizes), tokenizer.get_vocab_size(), args.dropout):
-            results += progress.show(modernbert.compare(setup, special_ids, args.repeats))
-    return results
-
-
-def chosen_fast_paths(names: str | None, switches: Iterable[str]) -> list[str]:
-    """--fast-paths' names: none without the flag, all of `switches` with "all"."""
-    if names is None:
-        return []
-    if names == "all":
-        return list(switches)
-    chosen = [name.strip() for name in names.split(",")]
-    if unknown := [name for name in chosen if name not in switches]:
-        raise BertlabError(f"--fast-paths: unknown {', '.join(unknown)}; expected some of {', '.join(switches)}")
-    return chosen
-
-
-def sst2_results(args: argparse.Namespace, model_dir: str, model_name: str, device: torch.device,
-                 precisions: list[str], progress: Progress) -> list:
-    from bertlab.bench import fine_tuning, inference
-
-    sst2_dir = Path(args.data_dir) / "sst2"
-    wanted = [section for section in ("fine-tuning", "inference") if section in args.sections]
-    if wanted and not (sst2_dir / "train.parquet").is_file():
-        print(f"skipping {' and '.join(wanted)}: no SST-2 at {sst2_dir} (set BERTLAB_DATA_DIR or --data-dir "
-              f"to a folder laid out like shared/data)", file=sys.stderr)
-        return []
-    results = []
-    if "fine-tuning" in wanted:
-        setup = fine_tuning.FineTuneSetup(sst2_dir, model_dir, model_name, device, args.fine_tune_steps,
-                                          args.warmup, batch_size=args.batch_size)
-        results += progress.show(fine_tuning.compare(setup, precisions, args.repeats))
-    if "inference" in wanted:
-        texts = inference.validation_sentences(sst2_dir, args.inference_sentences)
-        results += progress.show(inference.compare(model_dir, model_name, texts, device, precisions, args.repeats))
-    return results
 
 
 def main(argv: list[str], prog: str) -> None:

@@ -144,7 +144,7 @@ def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]
                          "name=glue",
                          "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
                          f"hydra.sweep.subdir={subdir}",
-                         "+hydra.callbacks.glue_suite._target_=bertlab.training.glue.GlueSuite",
+                         "+hydra.callbacks.glue_suite._target_=bertlab.training.glue_suite.GlueSuite",
                          f"+hydra.callbacks.glue_suite.jobs={sum(group_jobs)}",
                          f"+hydra.callbacks.glue_suite.done_before={done_before}"])
     return launches

@@ -4,7 +4,6 @@ and as mean ± std, written as summary.csv and summary.md in the sweep folder �
 
 from __future__ import annotations
 
-import csv
 import logging
 import statistics
 from pathlib import Path
@@ -15,6 +14,7 @@ from omegaconf import DictConfig
 
 from bertlab.errors import DataError
 from bertlab.metrics import VALIDATION_PREFIXES, final_values, read_metrics
+from bertlab.tables import markdown_row, markdown_table, write_csv, write_markdown
 
 log = logging.getLogger("bertlab")
 
@@ -63,21 +63,13 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 def write_tables(sweep_dir: Path, rows: list[dict], metrics: list[str]) -> str:
     columns = ["run", "overrides", *metrics]
     aggregate = {key: mean_std([row[key] for row in rows if key in row]) for key in metrics}
-    with (sweep_dir / "summary.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-        writer.writerow({"run": "mean", **{k: m for k, (m, _) in aggregate.items()}})
-        writer.writerow({"run": "std", **{k: s for k, (_, s) in aggregate.items()}})
-    lines = ["Each run's last validation, not its best:", "",
-             "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join([row["run"], row["overrides"]] +
-                                       [f"{row[k]:.4f}" if k in row else "" for k in metrics]) + " |")
-    lines.append("| mean ± std | | " + " | ".join(f"{m:.4f} ± {s:.4f}" for m, s in aggregate.values()) + " |")
-    markdown = "\n".join(lines) + "\n"
-    (sweep_dir / "summary.md").write_text(markdown)
-    return markdown
+    write_csv(sweep_dir / "summary.csv", [*rows, {"run": "mean", **{k: m for k, (m, _) in aggregate.items()}},
+                                          {"run": "std", **{k: s for k, (_, s) in aggregate.items()}}], columns)
+    table = markdown_table(columns, ([row["run"], row["overrides"], *(f"{row[k]:.4f}" if k in row else ""
+                                                                      for k in metrics)] for row in rows))
+    total = markdown_row(["mean ± std", None, *(f"{m:.4f} ± {s:.4f}" for m, s in aggregate.values())])
+    lines = ["Each run's last validation, not its best:", "", *table, total]
+    return write_markdown(sweep_dir / "summary.md", "\n".join(lines) + "\n")
 
 
 class SweepSummary(Callback):

@@ -1,7 +1,7 @@
 """The verdict between two sides of GLUE scores (`bertlab compare`): each side one suite, or a group of suites
 of several pretraining runs. Per task and for the GLUE average: each side's mean with its 95% interval, the
 difference (this side − the baseline) with its interval, the test, and better / worse / no detectable
-difference (bertlab.stats; docs/statistics.md).
+difference (bertlab.stats; docs/statistics.md): verdict.csv's rows and a Markdown table.
 
 One suite a side: the unit is the fine-tuning seed, paired by seed number where both sides ran the same seeds
 (the same data order and held-out rows), else Welch's test. Groups: the unit is the pretraining run, each
@@ -10,12 +10,15 @@ scored by the mean over its fine-tuning seeds, and Welch's test judges the runs'
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any
 
 from bertlab.stats import compare_scores, summarize
-from bertlab.training.glue import GLUE_AVERAGE, GLUE_SEEDS, finished, job_configs, read_seed_scores, seed_scores
+from bertlab.tables import interval, markdown_table
+from bertlab.training.glue import GLUE_AVERAGE, GLUE_SEEDS, finished, job_configs
+from bertlab.training.glue_scores import read_seed_scores, seed_scores
 
 SeedRows = list[dict[str, Any]]  # glue_seeds.csv's rows: task, seed, score, …
 
@@ -81,3 +84,32 @@ def verdicts(baseline: list[SeedRows], other: list[SeedRows]) -> tuple[list[dict
         verdict = compare_scores(a, b, paired=paired)
         table.append({"task": task, "unit": unit, "baseline": summarize(a), "other": summarize(b), "verdict": verdict})
     return table, notes
+
+
+def verdict_row(entry: dict[str, Any]) -> dict[str, Any]:
+    """A verdict table entry as flat columns, for verdict.csv."""
+    a, b, verdict = entry["baseline"], entry["other"], entry["verdict"]
+    return {"task": entry["task"], "unit": entry["unit"], "baseline n": a.n, "baseline mean": a.mean,
+            "baseline ci low": a.low, "baseline ci high": a.high, "n": b.n, "mean": b.mean, "ci low": b.low,
+            "ci high": b.high, "difference": verdict.difference, "difference ci low": verdict.low,
+            "difference ci high": verdict.high, "test": verdict.test, "p": verdict.p_value,
+            "verdict": verdict.verdict, "needed for 80% power": verdict.needed}
+
+
+def verdict_lines(table: list[dict[str, Any]]) -> list[str]:
+    """The verdict table as Markdown."""
+    rows = []
+    for entry in table:
+        a, b, verdict = entry["baseline"], entry["other"], entry["verdict"]
+        needed = "–" if verdict.needed is None else f"{verdict.needed} {entry['unit']}" + (
+            " a side" if verdict.test == "Welch t" else "")
+        rows.append([entry["task"], f"{a.mean:.1f} {span(a.low, a.high)} ({a.n})",
+                     f"{b.mean:.1f} {span(b.low, b.high)} ({b.n})",
+                     f"{verdict.difference:+.1f} {span(verdict.low, verdict.high)}", verdict.test,
+                     "–" if math.isnan(verdict.p_value) else f"{verdict.p_value:.3f}", verdict.verdict, needed])
+    return markdown_table(["task", "baseline mean [95% CI] (n)", "mean [95% CI] (n)", "difference [95% CI]", "test",
+                           "p", "verdict", "n for 80% power"], rows)
+
+
+def span(low: float, high: float) -> str:
+    return interval(low, high, missing="[–]")

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
-from bertlab.bench import clock, pretraining
+from bertlab.bench import clock, pretraining, sections
 from bertlab.bench.clock import StepClock, Timing, interleave
+from bertlab.bench.machine import require_dev_extra
 from bertlab.bench.pretraining import USER_LOOP, MlmSetup, bertlab_options, bertlab_predicted_positions, mlm_config
 from bertlab.bench.report import Result, add_ratios
 from bertlab.commands import bench
@@ -92,11 +93,11 @@ def test_dropout_is_the_same_in_both_systems(dropout):
 
 def test_fast_paths_are_none_all_or_the_named_ones():
     switches = pretraining.FAST_PATH_SWITCHES
-    assert bench.chosen_fast_paths(None, switches) == []
-    assert bench.chosen_fast_paths("all", switches) == list(switches)
-    assert bench.chosen_fast_paths("CUDA graphs, foreach AdamW", switches) == ["CUDA graphs", "foreach AdamW"]
+    assert sections.chosen_fast_paths(None, switches) == []
+    assert sections.chosen_fast_paths("all", switches) == list(switches)
+    assert sections.chosen_fast_paths("CUDA graphs, foreach AdamW", switches) == ["CUDA graphs", "foreach AdamW"]
     with pytest.raises(BertlabError, match="--fast-paths: unknown cuda graphs; expected some of fused_qkv off"):
-        bench.chosen_fast_paths("cuda graphs", switches)
+        sections.chosen_fast_paths("cuda graphs", switches)
 
 
 def test_ratios_and_peak_fraction():
@@ -118,7 +119,7 @@ def test_ratios_and_peak_fraction():
 
 def test_missing_dev_extra_says_how_to_install_it():
     with pytest.raises(BertlabError, match=r'pip install -e "\.\[dev\]"'):
-        bench.require_dev_extra("a_module_that_is_not_installed")
+        require_dev_extra("a_module_that_is_not_installed")
 
 
 @pytest.mark.slow
@@ -141,7 +142,7 @@ def test_bench_command_runs_every_section_and_writes_its_report(tmp_path, capsys
     report = json.loads((output / "results.json").read_text())
     systems = {(row["section"], row["system"]) for row in report["results"]}
     assert systems == {("pretraining", "transformers"), ("pretraining", "bertlab"),
-                       ("pretraining", USER_LOOP), ("pretraining", f"bertlab, vocab {bench.SMALL_VOCAB}"),
+                       ("pretraining", USER_LOOP), ("pretraining", f"bertlab, vocab {sections.SMALL_VOCAB}"),
                        ("fine-tuning", "bertlab"), ("fine-tuning", "transformers, dynamic padding"),
                        ("fine-tuning", "transformers, padding to 128"),
                        ("inference", "bertlab predict"), ("inference", "transformers pipeline"),

@@ -19,8 +19,9 @@ from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from bertlab.training.app import register_configs
 from bertlab.commands.glue import OPTIONS, suite_launches
-from bertlab.training.glue import (GLUE_AVERAGE, GLUE_SEEDS, GLUE_TASKS, glue_table, read_seed_scores, score_table,
-                                   seed_scores, write_glue_table)
+from bertlab.training.glue import GLUE_AVERAGE, GLUE_SEEDS, GLUE_TASKS
+from bertlab.training.glue_report import write_glue_table
+from bertlab.training.glue_scores import glue_table, read_seed_scores, score_table, seed_scores
 from tests.bertlab_runs import FP32, QUIET, run_in_process
 
 METRICS = {"cola": ["mcc"], "sst2": ["accuracy"], "mrpc": ["f1", "accuracy"], "stsb": ["pearson", "spearman"],
