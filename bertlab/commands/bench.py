@@ -30,6 +30,7 @@ from bertlab.allocator import keep_freed_memory
 from bertlab.commands.arguments import ArgumentParser, positive_int
 from bertlab.errors import BertlabError
 from bertlab.flops import dense_bf16_peak_flops
+from bertlab.training.precision import native_bf16
 
 SECTIONS = ("pretraining", "modernbert", "fine-tuning", "inference")
 SIZES = ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large")
@@ -114,12 +115,6 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise BertlabError("--device cuda: torch sees no CUDA device here; use --device cpu or auto")
     return torch.device(name)
-
-
-def native_bf16(device: torch.device) -> bool:
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return torch.cpu._is_avx512_bf16_supported()  # CPUs with AMX have it too
 
 
 def datasheet_peaks(device: torch.device, peak_tflops: float | None) -> dict[str, float]:

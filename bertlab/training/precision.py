@@ -45,9 +45,10 @@ chosen_in_this_process: dict[str, str] = {}  # the choice for a run's model, dat
 
 
 def native_bf16(device: torch.device) -> bool:
-    """Whether `device` computes bf16 natively (emulated bf16 is slower than float32)."""
+    """Whether `device` computes bf16 natively: a CPU with AVX512-BF16 (every CPU with AMX has it), a CUDA GPU of
+    compute capability 8.0 or more. Elsewhere bf16 is emulated, slower than float32."""
     if device.type == "cpu":
-        return torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        return torch.cpu._is_avx512_bf16_supported()
     return device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
 
 
