@@ -26,7 +26,7 @@ from bertlab import BertConfig, BertForMaskedLM
 from bertlab import dropout as bertlab_dropout
 from bertlab.lit.masking import mask_tokens
 from bertlab.model import IGNORE_INDEX, BertLayer
-from bertlab.training.app import model_preset
+from bertlab.presets import model_preset
 
 BATCH, LENGTH, MASK_FRACTION = 32, 128, 0.15
 WARMUP_STEPS, TIMED_STEPS = 3, 10

@@ -7,29 +7,30 @@ malformed command line, 1 for the rest. BERTLAB_DEBUG=1 shows the traceback inst
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
 from bertlab.allocator import keep_freed_memory
+from bertlab.commands import (attention, bench, compare, evaluate, fine_tune, glue, heads, predict, prepare_data, shrink,
+                              summarize, tokenize, train)
 from bertlab.errors import BertlabError, UsageError
 from bertlab.recipe_files import recipe_names
 
-# command → (module in bertlab.commands, one-line help)
+# command → (its function of (arguments, prog), one-line help)
 COMMANDS = {
-    "train": ("train", "pretrain a BERT: masked LM (optional NSP) on a corpus, or a teacher's sentence embeddings"),
-    "fine-tune": ("fine_tune", "fine-tune a sequence classifier from a checkpoint or from scratch"),
-    "evaluate": ("evaluate", "metrics of a fine-tuned checkpoint on a split or a file"),
-    "glue": ("glue", "the GLUE suite (tasks × seeds) for a checkpoint, and its table"),
-    "predict": ("predict", "labels and probabilities for sentences, a text file or a csv/jsonl column"),
-    "tokenize": ("tokenize", "the tokenizer's stages on a sentence or pair: normalised text, basic tokens, WordPiece pieces, ids"),
-    "compare": ("compare", "runs or GLUE suites side by side: differing config keys, metrics, curves"),
-    "attention": ("attention", "attention maps (layers × heads) of a sentence or pair, as PNGs"),
-    "heads": ("heads", "head importance of a classifier, the metric against heads pruned, a pruned export"),
-    "shrink": ("shrink", "a smaller BERT initialised from a larger checkpoint by weight selection (layers, heads, widths)"),
-    "summarize": ("summarize", "table of final metrics (per run, mean ± std) of a sweep folder"),
-    "prepare-data": ("prepare_data", "build a train config's pretraining data into data.cache_dir, once, before a multi-node train"),
-    "bench": ("bench", "benchmark bertlab against Hugging Face transformers on this machine"),
+    "train": (train.main, "pretrain a BERT: masked LM (optional NSP) on a corpus, or a teacher's sentence embeddings"),
+    "fine-tune": (fine_tune.main, "fine-tune a sequence classifier from a checkpoint or from scratch"),
+    "evaluate": (evaluate.main, "metrics of a fine-tuned checkpoint on a split or a file"),
+    "glue": (glue.main, "the GLUE suite (tasks × seeds) for a checkpoint, and its table"),
+    "predict": (predict.main, "labels and probabilities for sentences, a text file or a csv/jsonl column"),
+    "tokenize": (tokenize.main, "the tokenizer's stages on a sentence or pair: normalised text, basic tokens, WordPiece pieces, ids"),
+    "compare": (compare.main, "runs or GLUE suites side by side: differing config keys, metrics, curves"),
+    "attention": (attention.main, "attention maps (layers × heads) of a sentence or pair, as PNGs"),
+    "heads": (heads.main, "head importance of a classifier, the metric against heads pruned, a pruned export"),
+    "shrink": (shrink.main, "a smaller BERT initialised from a larger checkpoint by weight selection (layers, heads, widths)"),
+    "summarize": (summarize.main, "table of final metrics (per run, mean ± std) of a sweep folder"),
+    "prepare-data": (prepare_data.main, "build a train config's pretraining data into data.cache_dir, once, before a multi-node train"),
+    "bench": (bench.main, "benchmark bertlab against Hugging Face transformers on this machine"),
 }
 
 
@@ -62,9 +63,8 @@ def main(argv: list[str] | None = None) -> None:
              f"(python -m bertlab --help)")
     if command != "bench":  # the benchmark measures transformers on the allocator its users have
         keep_freed_memory()
-    module = importlib.import_module(f"bertlab.commands.{COMMANDS[command][0]}")
     try:
-        module.main(arguments, prog=f"bertlab {command}")
+        COMMANDS[command][0](arguments, prog=f"bertlab {command}")
     except Exception as error:
         if os.environ.get("BERTLAB_DEBUG"):
             raise
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
             fail(str(error), status=2 if isinstance(error, UsageError) else 1)
         if isinstance(error, OSError) and error.filename:  # a folder that cannot be created or read
             fail(f"{error.filename}: {error.strerror or error}; check the path and its permissions, or choose "
-                 f"another (see {module.__name__.rpartition('.')[2].replace('_', '-')} --help)", status=1)
+                 f"another (see {command} --help)", status=1)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
         fail(f"unexpected {type(error).__name__}{': ' + reason if reason else ''} (a bug in bertlab; "
              f"BERTLAB_DEBUG=1 shows where)", status=1)

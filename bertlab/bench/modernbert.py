@@ -21,7 +21,7 @@ from bertlab.bench.training import TransformersLoop
 from bertlab.config import BertConfig
 from bertlab.flops import mlm_training_flops
 from bertlab.modernbert_format import modernbert_config_values
-from bertlab.training.app import model_preset
+from bertlab.presets import model_preset
 
 SIZES = ("bert_tiny", "bert_mini")
 SHAPE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")

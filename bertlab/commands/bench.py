@@ -21,6 +21,7 @@ from bertlab.allocator import keep_freed_memory
 from bertlab.bench.machine import datasheet_peaks, machine_info, quiet_libraries, require_dev_extra, resolve_device
 from bertlab.bench.sections import Progress, modernbert_results, pretraining_results, sst2_results
 from bertlab.commands.arguments import ArgumentParser, positive_int
+from bertlab.training.precision import native_bf16
 
 SECTIONS = ("pretraining", "modernbert", "fine-tuning", "inference")
 SIZES = ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large")
@@ -88,12 +89,6 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
     if min(args.repeats, args.steps, args.fine_tune_steps, args.warmup, args.threads) < 1:
         parser.error("--repeats, --steps, --fine-tune-steps, --warmup and --threads must be >= 1")
     return args
-
-
-def native_bf16(device: torch.device) -> bool:
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return torch.cpu._is_avx512_bf16_supported()  # CPUs with AMX have it too
 
 
 def main(argv: list[str], prog: str) -> None:

@@ -32,10 +32,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from bertlab.commands.arguments import checkpoint_folder
-from bertlab.commands.fine_tune import fine_tune
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, UsageError
 from bertlab.training.app import launch
+from bertlab.training.fit import run_training
 from bertlab.training.glue import GLUE_SMALL, GLUE_TASKS, finished
 from bertlab.training.preflight import ARCHITECTURE_KEYS
 from bertlab.training.run_folder import HF_MODEL
@@ -155,7 +155,7 @@ def glue_job(cfg: DictConfig) -> str | None:
     if finished(job_dir):
         print(f"{job_dir}: finished before, skipped", flush=True)
         return "skipped"
-    fine_tune(cfg)
+    run_training(cfg)
     return None
 
 

@@ -22,9 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hydra
-from hydra import compose, initialize_config_module
 from hydra.core.config_store import ConfigStore
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
@@ -35,7 +33,6 @@ from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.recipe_files import recipe_names, recipe_text
 from bertlab.training import run_folder, schema
 from bertlab.training.extras import missing_plugin_message
-from bertlab.training.model_group import CHECKPOINT_KEYS
 from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
                                        raise_job_refusal)
 from bertlab.training.run_folder import is_rank_zero
@@ -90,19 +87,6 @@ def register_configs() -> None:
     schema.register(store)
     for name in recipe_names():
         store.store(group="recipe", name=name, node=OmegaConf.create(recipe_text(name)), package="_global_")
-
-
-def model_preset(name: str) -> dict:
-    """The fields of `conf/model/<name>.yaml` (bert_tiny, bert_mini, …), for code that builds models
-    of the standard sizes outside a run (the benchmark)."""
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-        model = compose("train", overrides=[f"model={name}"]).model
-    fields = OmegaConf.to_container(model, resolve=True)
-    for key in CHECKPOINT_KEYS:
-        fields.pop(key)
-    return fields
 
 
 def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[str], prog: str) -> None:

@@ -83,11 +83,12 @@ def recorded_length(checkpoint: Path) -> tuple[int, int]:
                               f"budget_minutes") from None
 
 
-def fix_length(cfg: DictConfig, trainer: L.Trainer, module: L.LightningModule, datamodule: L.LightningDataModule,
-               run_dir: Path, checkpoint: str | None) -> None:
-    """Sets `trainer.max_steps` (and `max_epochs: -1`) of `cfg` and `trainer` from `cfg.budget_minutes`:
-    calibrated, or on resume the values of the resumed run; `cfg.budget_minutes` becomes null."""
-    minutes = cfg.budget_minutes
+def fix_length(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule, run_dir: Path,
+               checkpoint: str | None) -> list[L.Callback]:
+    """Sets `trainer.max_steps` (and `max_epochs: -1`) of `cfg` from `cfg.budget_minutes`, before the Trainer
+    is built: calibrated, or on resume the values of the resumed run; `cfg.budget_minutes` becomes null.
+    Returns the Trainer's callback that re-plans the steps at the end of the warm-up (none on resume)."""
+    minutes, replan = cfg.budget_minutes, []
     if checkpoint is not None:
         steps, epochs = recorded_length(Path(checkpoint))
         log.info("budget_minutes=%g: resuming, keeping trainer.max_steps=%d of the resumed run", minutes, steps)
@@ -105,10 +106,9 @@ def fix_length(cfg: DictConfig, trainer: L.Trainer, module: L.LightningModule, d
                  "%.1f s, %.1f s per validation and its checkpoints, %s)", minutes, steps, 1 / calibration.step_seconds,
                  calibration.elapsed_seconds, calibration.startup_seconds, calibration.validation_seconds,
                  f"every {every:g} steps" if math.isfinite(every) else "after the last step")
-        trainer.callbacks.append(Replan(cfg, run_dir, deadline, calibration))
+        replan = [Replan(cfg, run_dir, deadline, calibration)]
     cfg.trainer.max_steps, cfg.trainer.max_epochs, cfg.budget_minutes = steps, epochs, None
-    # _FitLoop.max_steps has no setter; Lightning's own tuner sets the epoch loop's.
-    trainer.fit_loop.epoch_loop.max_steps, trainer.fit_loop.max_epochs = steps, epochs
+    return replan
 
 
 def affordable_steps(seconds: float, calibration: Calibration) -> int:

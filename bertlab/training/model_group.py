@@ -7,9 +7,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from bertlab.config import RUNTIME_SWITCHES, BertConfig
 from bertlab.errors import CheckpointError
+from bertlab.presets import CHECKPOINT_KEYS
 from bertlab.training.preflight import overridden_keys
 
-CHECKPOINT_KEYS = ("init_from", "allow_reinitialised")  # the model group's keys that are not BertConfig's
 DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
 
 

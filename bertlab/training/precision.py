@@ -30,6 +30,7 @@ from pathlib import Path
 
 import lightning as L
 import torch
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import CheckpointError
@@ -38,17 +39,23 @@ from bertlab.training import run_folder, trial
 log = logging.getLogger("bertlab")
 FASTEST = "fastest"
 EXACT = "32-true"  # every device's candidate, which bf16-mixed must beat by MARGIN
-BEFORE_CHOICE = EXACT  # the precision of a Trainer built before the choice
 ROUNDS = 3
 MARGIN = 1.05  # how much faster than 32-true bf16-mixed must step to be chosen
 chosen_in_this_process: dict[str, str] = {}  # the choice for a run's model, data, task, trainer and device
 
 
 def native_bf16(device: torch.device) -> bool:
-    """Whether `device` computes bf16 natively (emulated bf16 is slower than float32)."""
+    """Whether `device` computes bf16 natively: a CPU with AVX512-BF16 (every CPU with AMX has it), a CUDA GPU of
+    compute capability 8.0 or more. Elsewhere bf16 is emulated, slower than float32."""
     if device.type == "cpu":
-        return torch.ops.mkldnn._is_mkldnn_bf16_supported()
+        return torch.cpu._is_avx512_bf16_supported()
     return device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
+
+
+def training_device(cfg: DictConfig) -> torch.device:
+    """The device Lightning trains `cfg.trainer` on, from a throwaway Trainer (in 32-true: the precision is
+    what is being chosen)."""
+    return instantiate(cfg.trainer, precision=EXACT, callbacks=[], logger=False).strategy.root_device
 
 
 def candidates(device: torch.device) -> list[str]:

@@ -68,12 +68,12 @@ def test_fine_tuning_from_a_checkpoint_starts_in_training_mode(tmp_path, monkeyp
     """Lightning's fit keeps the modes it is given: the fine-tune command puts the loaded model in training."""
     from omegaconf import OmegaConf
 
-    from bertlab.commands import fine_tune
+    from bertlab.training import modules
     bertlab.BertForSequenceClassification(small_config("absolute")).save_pretrained(tmp_path)
-    monkeypatch.setattr(fine_tune, "init_from_overrides", lambda model_cfg: {})  # reads Hydra's command line
+    monkeypatch.setattr(modules, "init_from_overrides", lambda model_cfg: {})  # reads Hydra's command line
     cfg = OmegaConf.create({"model": {"init_from": str(tmp_path)}, "data": {"tokenizer": "its own"}})
     tokenizer = type("Tokenizer", (), {"get_vocab_size": lambda self: VOCAB})()
-    model = fine_tune.build_classifier(cfg, tokenizer, ["a", "b", "c"])
+    model = modules.build_classifier(cfg, tokenizer, ["a", "b", "c"])
     assert all(module.training for module in model.modules())
 
 

@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.training import preflight, run_folder
-from bertlab.training.app import flags_first, model_preset, register_configs
+from bertlab.presets import model_preset
+from bertlab.training.app import flags_first, register_configs
 from bertlab.training.model_group import model_config
 
 
@@ -40,6 +41,8 @@ def test_model_preset_is_the_model_group_file():
     assert (preset["num_hidden_layers"], preset["hidden_size"], preset["num_attention_heads"],
             preset["intermediate_size"]) == (4, 256, 4, 1024)
     assert "init_from" not in preset
+    with pytest.raises(ConfigError, match="^unknown model preset 'bert_huge'; known model presets: bert_base, "):
+        model_preset("bert_huge")
 
 
 def test_overridden_keys_from_hydras_record():
