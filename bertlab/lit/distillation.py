@@ -30,7 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab.config import BertConfig
-from bertlab.data.classification import ClassificationDataModule, column_values, labelled_rows
+from bertlab.data.classification import ClassificationDataModule, labelled_rows
+from bertlab.data.encoding import column_values
 from bertlab.errors import ConfigError
 from bertlab.lit import teacher as teacher_module
 from bertlab.lit.classification import ClassificationModule, validation_metrics

@@ -34,7 +34,8 @@ from tokenizers import Tokenizer
 
 from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.data import cache_entries
-from bertlab.data.classification import length_sorted_dataloader, tokenize_dataset
+from bertlab.data.batches import length_sorted_dataloader
+from bertlab.data.encoding import tokenize_dataset
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.hf_format import WEIGHTS_NAME, write_atomically
