@@ -6,6 +6,7 @@ length-grouped for training or length-sorted for evaluation (bertlab.data.sampli
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -98,3 +99,43 @@ def length_grouped_dataloader(
         num_workers=num_workers,
         persistent_workers=num_workers > 0,
     )
+
+
+@dataclass(frozen=True)
+class PretrainingCollator:
+    """Pads sequences to the longest in the batch (or to `pad_to_length`, so that every batch has one
+    shape) and adds attention and special-token masks.
+
+    Specials are found by position (first token, last token, end of segment A) rather than by id,
+    so a literal "[SEP]" in the text stays maskable text. With `is_continuation` (a bool per
+    vocabulary id, true for "##" pieces) it adds `word_ids`: a word is a token plus the
+    continuation pieces after it; specials and padding get -1.
+    """
+
+    pad_token_id: int
+    is_continuation: np.ndarray | None = None
+    pad_to_length: int | None = None
+
+    def __call__(self, rows: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+        lengths = np.array([len(row["input_ids"]) for row in rows])
+        positions = np.arange(max(lengths.max(), self.pad_to_length or 0))[None, :]
+        filled = positions < lengths[:, None]
+        input_ids = np.full(filled.shape, self.pad_token_id, dtype=np.int64)
+        input_ids[filled] = np.concatenate([row["input_ids"] for row in rows])
+        token_type_ids = np.zeros(filled.shape, dtype=np.int64)
+        token_type_ids[filled] = np.concatenate([row["token_type_ids"] for row in rows])
+        first_sep = ((token_type_ids == 0) & filled).sum(axis=1, keepdims=True) - 1
+        special = (positions == 0) | (positions == first_sep) | (positions == lengths[:, None] - 1) | ~filled
+        batch = {
+            "input_ids": torch.from_numpy(input_ids),
+            "attention_mask": torch.from_numpy(filled.astype(np.int64)),
+            "token_type_ids": torch.from_numpy(token_type_ids),
+            "special_tokens_mask": torch.from_numpy(special),
+        }
+        if self.is_continuation is not None:
+            word_ids = np.cumsum(~self.is_continuation[input_ids] | special, axis=1) - 1
+            word_ids[special] = -1
+            batch["word_ids"] = torch.from_numpy(word_ids)
+        if "next_sentence_label" in rows[0]:
+            batch["next_sentence_label"] = torch.tensor([int(row["next_sentence_label"]) for row in rows])
+        return batch
