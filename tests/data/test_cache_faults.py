@@ -26,8 +26,9 @@ from bertlab.config import BertConfig
 from bertlab.data import cache_entries
 from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
-from bertlab.lit import embedding_teacher, teacher
 from bertlab.model import BertForSequenceClassification
+from bertlab.teacher import embeddings as embedding_teacher
+from bertlab.teacher import outputs as teacher
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 
 SEED = 63
