@@ -27,7 +27,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig
 
-from bertlab.lit.callbacks import ExportPretrained
+from bertlab.lit.run_artifacts import ExportPretrained
 from bertlab.metrics import run_summary
 from bertlab.training import budget, precision, run_folder
 

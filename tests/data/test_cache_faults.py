@@ -319,7 +319,7 @@ def test_a_checkpoint_save_that_runs_out_of_disk_space_leaves_the_previous_check
                                                                                               monkeypatch):
     import errno
 
-    from bertlab.lit.callbacks import AtomicCheckpointIO
+    from bertlab.lit.checkpoints import AtomicCheckpointIO
 
     path = tmp_path / "lightning_checkpoints" / "last.ckpt"
     io = AtomicCheckpointIO()
