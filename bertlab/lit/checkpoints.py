@@ -42,6 +42,7 @@ class RunCheckpoint(ModelCheckpoint):
         super().setup(trainer, pl_module, stage)
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # Lightning 2.6 has no public "save last now": its own on_train_end saves only when no checkpoint was.
         if self.save_last and not self._should_skip_saving_checkpoint(trainer):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
