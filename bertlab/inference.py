@@ -11,7 +11,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bertlab.data.classification import ClassificationDataModule, collate, column_values, encode_texts
+from bertlab.data.batches import collate
+from bertlab.data.classification import ClassificationDataModule
+from bertlab.data.encoding import column_values, encode_texts
 from bertlab.data.sampling import length_sorted_order
 from bertlab.errors import CheckpointError
 from bertlab.hf_format import WEIGHTS_NAME

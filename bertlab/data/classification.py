@@ -1,10 +1,9 @@
 """Sequence classification data: single sentences or sentence pairs with class or regression labels.
 
-Texts are tokenized once with the checkpoint's own tokenizer (truncated to `max_seq_length`,
-longest-first for pairs, as Hugging Face does), stored as token ids, and padded per batch.
-Training batches group rows of similar length; evaluation batches are sorted by length, and each
-batch carries `index` (the row in its split) so predictions can be put back in the original order,
-and a distillation's teacher outputs looked up (bertlab.lit.distillation).
+Texts are tokenized once with the checkpoint's own tokenizer (bertlab.data.encoding) and padded per
+batch (bertlab.data.batches). Training batches group rows of similar length; evaluation batches are
+sorted by length, and each batch carries `index` (the row in its split) so predictions can be put back
+in the original order, and a distillation's teacher outputs looked up (bertlab.lit.distillation).
 
 With a selection split (`selection_fraction` > 0, bertlab.data.selection) some training rows are held out:
 validation then runs on two loaders, the selection split first (logged as val/…, what the checkpoint is
@@ -13,20 +12,19 @@ chosen on) and the validation split second (logged as dev/…, what is reported)
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import datasets
 import lightning as L
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
-from bertlab.data.sampling import ResumableTrainingOrder, length_sorted_order
+from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.encoding import column_values, tokenize_dataset
+from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.selection import split_selection
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
@@ -36,183 +34,11 @@ from bertlab.tokenizer import load_tokenizer, special_token_ids
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
 SELECTION_SPLIT = "selection"  # the training rows held out to choose the checkpoint on
 
-_TOKEN_FEATURES = {
-    "input_ids": datasets.List(datasets.Value("int32")),
-    "token_type_ids": datasets.List(datasets.Value("int8")),
-    "length": datasets.Value("int32"),
-    "index": datasets.Value("int64"),
-}
-
-
-def encode_texts(
-    tokenizer: Tokenizer,
-    texts: Sequence[str],
-    text_pairs: Sequence[str] | None = None,
-    *,
-    max_seq_length: int = 128,
-) -> dict[str, list]:
-    """Token ids, token type ids and lengths of texts (or text pairs), with BERT's special tokens.
-
-    Switches the tokenizer's truncation to `max_seq_length` (longest first) and its padding off:
-    `collate` pads per batch.
-    """
-    _truncate_without_padding(tokenizer, max_seq_length, paired=text_pairs is not None)
-    inputs = list(texts) if text_pairs is None else list(zip(texts, text_pairs))
-    encodings = tokenizer.encode_batch(inputs)
-    return {
-        "input_ids": [encoding.ids for encoding in encodings],
-        "token_type_ids": [encoding.type_ids for encoding in encodings],
-        "length": [len(encoding.ids) for encoding in encodings],
-    }
-
-
-def _truncate_without_padding(tokenizer: Tokenizer, max_seq_length: int, *, paired: bool) -> None:
-    if max_seq_length <= tokenizer.num_special_tokens_to_add(paired):
-        raise ConfigError(f"max_seq_length must leave room for text beside the special tokens, got {max_seq_length}")
-    truncation = {"max_length": max_seq_length, "stride": 0, "strategy": "longest_first", "direction": "right"}
-    if tokenizer.truncation != truncation:
-        tokenizer.enable_truncation(**truncation)
-    if tokenizer.padding is not None:
-        tokenizer.no_padding()
-
-
-def tokenize_dataset(
-    dataset: datasets.Dataset,
-    tokenizer: Tokenizer,
-    *,
-    text_column: str,
-    text_pair_column: str | None = None,
-    max_seq_length: int = 128,
-    labels: np.ndarray | None = None,
-    name: str = "dataset",
-) -> datasets.Dataset:
-    """Columns input_ids, token_type_ids, length, index (+ labels, one per row, if given), numpy-formatted.
-
-    `name` says which data this is in error messages (e.g. "split 'train'").
-    """
-    text_columns = [text_column] + ([text_pair_column] if text_pair_column else [])
-    require_columns(dataset, text_columns, name)
-    # Configured before `map` hashes the function, so the cache fingerprint sees the final tokenizer.
-    _truncate_without_padding(tokenizer, max_seq_length, paired=text_pair_column is not None)
-    features = dict(_TOKEN_FEATURES)
-    if labels is not None:
-        features["labels"] = datasets.Value("float32" if labels.dtype.kind == "f" else "int64")
-
-    def encode(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
-        for column in text_columns:
-            _require_strings(batch[column], indices, column, name)
-        encoded = encode_texts(
-            tokenizer,
-            batch[text_column],
-            batch[text_pair_column] if text_pair_column else None,
-            max_seq_length=max_seq_length,
-        )
-        encoded["index"] = indices
-        if labels is not None:
-            encoded["labels"] = labels[indices]
-        return encoded
-
-    tokenized = dataset.map(
-        encode,
-        batched=True,
-        with_indices=True,
-        remove_columns=dataset.column_names,
-        features=datasets.Features(features),
-        desc=f"Tokenizing {name}",
-    )
-    return tokenized.with_format("numpy")
-
-
-def collate(rows: Sequence[Mapping[str, Any]], *, pad_token_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad rows of `tokenize_dataset` to the batch's longest: input_ids, attention_mask,
-    token_type_ids (long [B, L]), index (long [B]) and labels (long or float [B]) when present."""
-    lengths = np.fromiter((len(row["input_ids"]) for row in rows), dtype=np.int64, count=len(rows))
-    attention_mask = np.arange(lengths.max(initial=0)) < lengths[:, None]
-    input_ids = np.full(attention_mask.shape, pad_token_id, dtype=np.int64)
-    token_type_ids = np.zeros(attention_mask.shape, dtype=np.int64)
-    # Boolean-mask assignment fills row-major, the order of the concatenated rows.
-    input_ids[attention_mask] = np.concatenate([row["input_ids"] for row in rows])
-    token_type_ids[attention_mask] = np.concatenate([row["token_type_ids"] for row in rows])
-    batch = {
-        "input_ids": torch.from_numpy(input_ids),
-        "attention_mask": torch.from_numpy(attention_mask.astype(np.int64)),
-        "token_type_ids": torch.from_numpy(token_type_ids),
-        "index": torch.tensor([int(row["index"]) for row in rows], dtype=torch.long),
-    }
-    if "labels" in rows[0]:
-        labels = np.asarray([row["labels"] for row in rows])
-        batch["labels"] = torch.from_numpy(labels.astype(np.float32 if labels.dtype.kind == "f" else np.int64))
-    return batch
-
 
 def labelled_rows(labels: torch.Tensor) -> torch.Tensor:
     """Which rows carry a gold label. Training rows that only a teacher labels (a distillation's
     transfer examples) hold UNLABELLED, or NaN for regression."""
     return ~labels.isnan() if labels.is_floating_point() else labels != UNLABELLED
-
-
-class TokenizedRows(Dataset):
-    """The rows of a `tokenize_dataset` result held as numpy arrays, for `collate`: a row is a few
-    slices, where datasets formats each batch from Arrow anew (1 ms a batch of 32: 5% of a BERT-Tiny
-    fine-tuning step, in the training loop's process)."""
-
-    def __init__(self, dataset: datasets.Dataset):
-        table = dataset.with_format("arrow")[:]
-        self.num_rows = table.num_rows
-        self.scalars: dict[str, np.ndarray] = {}
-        self.lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name: (values, row offsets into them)
-        for name in table.column_names:
-            column = table.column(name).combine_chunks()
-            if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
-                ends = np.cumsum(pc.list_value_length(column).to_numpy(zero_copy_only=False))
-                self.lists[name] = column.flatten().to_numpy(), np.concatenate([[0], ends])
-            else:
-                self.scalars[name] = column.to_numpy(zero_copy_only=False)
-
-    def __len__(self) -> int:
-        return self.num_rows
-
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        row: dict[str, Any] = {name: values[i] for name, values in self.scalars.items()}
-        for name, (values, offsets) in self.lists.items():
-            row[name] = values[offsets[i]:offsets[i + 1]]
-        return row
-
-
-def column_values(dataset: datasets.Dataset, column: str) -> np.ndarray:
-    """A whole column as one numpy array (fast: no per-row Python objects)."""
-    return np.asarray(dataset.with_format("numpy")[column][:])
-
-
-def length_sorted_dataloader(
-    dataset: datasets.Dataset, batch_size: int, *, pad_token_id: int, num_workers: int = 0
-) -> DataLoader:
-    """Batches of a `tokenize_dataset` result in length-sorted order (longest first)."""
-    rows = TokenizedRows(dataset)
-    return DataLoader(
-        rows,
-        batch_size=batch_size,
-        sampler=length_sorted_order(rows.scalars["length"]).tolist(),
-        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
-        num_workers=num_workers,
-    )
-
-
-def length_grouped_dataloader(
-    dataset: datasets.Dataset, order: ResumableTrainingOrder, batch_size: int, seed: int, *, pad_token_id: int,
-    num_workers: int = 0
-) -> DataLoader:
-    """Training batches of a `tokenize_dataset` result: rows of similar length together, in `order`'s seeded
-    order, resumable mid-epoch (bertlab.data.sampling)."""
-    rows = TokenizedRows(dataset)
-    return DataLoader(
-        rows,
-        batch_size=batch_size,
-        sampler=order.training_sampler(rows.scalars["length"], batch_size, seed),
-        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
-        num_workers=num_workers,
-        persistent_workers=num_workers > 0,
-    )
 
 
 class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
@@ -494,9 +320,3 @@ def _encode_labels(
 def _at(values: np.ndarray, row: int) -> Any:
     """The value at `row` as a plain Python object, for messages."""
     return values[row : row + 1].tolist()[0]
-
-
-def _require_strings(values: list, indices: list[int], column: str, name: str) -> None:
-    for value, index in zip(values, indices):
-        if not isinstance(value, str):
-            raise DataError(f"column {column!r} of {name} holds {value!r} at row {index}; expected text")

@@ -20,7 +20,8 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from bertlab.data.classification import length_grouped_dataloader, length_sorted_dataloader, tokenize_dataset
+from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.encoding import tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError

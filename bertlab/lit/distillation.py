@@ -9,7 +9,7 @@ hidden-state term matches sentence-level [CLS] states, which need no shared toke
 projection to the teacher's width when the widths differ, trains with the student and is saved in the
 Lightning checkpoints, not in the exported model, which stays a plain BertForSequenceClassification.
 
-The teacher's outputs (bertlab.lit.teacher) are computed once, before training, in `setup`, and looked
+The teacher's outputs (bertlab.teacher.outputs) are computed once, before training, in `setup`, and looked
 up by each row's `index`. A training row without a gold label (UNLABELLED, NaN for regression: a
 transfer example the teacher alone labels) adds only to the teacher's terms. With α = 0 and no hidden
 term the module trains exactly as ClassificationModule: the same data order, initialisation, random
@@ -30,12 +30,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab.config import BertConfig
-from bertlab.data.classification import ClassificationDataModule, column_values, labelled_rows
+from bertlab.data.classification import ClassificationDataModule, labelled_rows
+from bertlab.data.encoding import column_values
 from bertlab.errors import ConfigError
-from bertlab.lit import teacher as teacher_module
 from bertlab.lit.classification import ClassificationModule, validation_metrics
 from bertlab.lit.optim import configure_optimization
 from bertlab.model import BertForSequenceClassification
+from bertlab.teacher import folders as teacher_folders
+from bertlab.teacher.inference import autocast_dtype
+from bertlab.teacher.outputs import teacher_outputs, write_report
 
 log = logging.getLogger("bertlab")
 
@@ -108,8 +111,8 @@ class DistillationModule(ClassificationModule):
         if layer_map is not None and hidden_weight == 0:
             raise ConfigError("task.layer_map is set but task.hidden_weight is 0, so no hidden state is matched; "
                               "set task.hidden_weight > 0, or drop task.layer_map")
-        teacher_config = teacher_module.teacher_config(teacher)
-        teacher_module.check_labels(teacher, teacher_config, self.model.config)
+        teacher_config = teacher_folders.teacher_config(teacher)
+        teacher_folders.check_labels(teacher, teacher_config, self.model.config)
         self.teacher = teacher
         self.alpha, self.temperature, self.hidden_weight = alpha, temperature, hidden_weight
         self.cache_dir = cache_dir
@@ -131,11 +134,11 @@ class DistillationModule(ClassificationModule):
         if not isinstance(data, ClassificationDataModule):
             raise ConfigError(f"{type(self).__name__} reads the training texts from a ClassificationDataModule; "
                               f"the trainer has {type(data).__name__}")
-        outputs = teacher_module.teacher_outputs(
+        outputs = teacher_outputs(
             self.teacher, data.texts(data.train_split), data.texts(data.validation_split),
             layers=[teacher_layer for _, teacher_layer in self.layer_pairs], max_seq_length=data.max_seq_length,
             batch_size=data.eval_batch_size, device=self.trainer.strategy.root_device,
-            dtype=teacher_module.autocast_dtype(str(self.trainer.precision)),
+            dtype=autocast_dtype(str(self.trainer.precision)),
             cache_dir=self.cache_dir)
         self.teacher_logits, self.teacher_hidden = outputs.train_logits, outputs.train_hidden
         training_labels = torch.as_tensor(column_values(data.datasets[data.train_split], "labels"))
@@ -145,7 +148,7 @@ class DistillationModule(ClassificationModule):
         log.info("Teacher %s on the validation split: %s", self.teacher,
                  ", ".join(f"{name} {value:.4f}" for name, value in validation.items()))
         if self.trainer.is_global_zero:
-            teacher_module.write_report(Path(self.trainer.default_root_dir), self.teacher, outputs, validation)
+            write_report(Path(self.trainer.default_root_dir), self.teacher, outputs, validation)
 
     def _teacher_validation(self, logits: torch.Tensor, labels: np.ndarray) -> dict[str, float]:
         predictions = logits.squeeze(-1) if self.regression else logits.argmax(-1)

@@ -3,7 +3,7 @@ pretrained student BertModel, a stage between pretraining and fine-tuning (`trai
 
     loss = MSE(W · student pooler output, √d · teacher embedding)
 
-The teacher's embedding (bertlab.lit.embedding_teacher) is L2-normalised, so √d (d its width) gives the
+The teacher's embedding (bertlab.teacher.embeddings) is L2-normalised, so √d (d its width) gives the
 target unit variance per dimension. W, a learned projection to the teacher's width, trains with the
 student and is saved in the Lightning checkpoints, not in the export: the run exports the student as a
 plain BertModel with its pooler, which a classifier fine-tuned from it takes over. The teacher's
@@ -26,11 +26,11 @@ from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
 from bertlab.errors import ConfigError
 from bertlab.flops import encoder_forward_flops
-from bertlab.lit import embedding_teacher
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
-from bertlab.lit.teacher import autocast_dtype
 from bertlab.model import BertModel
+from bertlab.teacher import embeddings as embedding_teacher
+from bertlab.teacher.inference import autocast_dtype
 
 TEACHER_PRECISIONS = (None, "32-true", "bf16-mixed", "16-mixed")  # None: the run's
 

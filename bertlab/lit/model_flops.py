@@ -1,4 +1,4 @@
-"""`flops_per_batch`, which Lightning's ThroughputMonitor (bertlab.lit.callbacks.TokenThroughputMonitor)
+"""`flops_per_batch`, which Lightning's ThroughputMonitor (bertlab.lit.throughput.TokenThroughputMonitor)
 reads after every batch: the model FLOPs behind train/device/flops_per_sec and, where the device's
 peak is known, train/device/mfu."""
 

@@ -28,7 +28,7 @@ from hydra.utils import instantiate
 from lightning.pytorch.trainer.connectors.accelerator_connector import _set_torch_flags
 from omegaconf import DictConfig
 
-from bertlab.lit.callbacks import ExportPretrained
+from bertlab.lit.run_artifacts import ExportPretrained
 from bertlab.metrics import best_point, read_metrics, run_summary, series
 from bertlab.training import budget, modules, precision, run_folder
 

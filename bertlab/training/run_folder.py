@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import CheckpointError
 from bertlab.hf_format import write_atomically
-from bertlab.lit.callbacks import RunCheckpoint
+from bertlab.lit.checkpoints import RunCheckpoint
 from bertlab.metrics import METRICS_CSV
 
 log = logging.getLogger("bertlab")

@@ -26,8 +26,9 @@ from bertlab.config import BertConfig
 from bertlab.data import cache_entries
 from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
-from bertlab.lit import embedding_teacher, teacher
 from bertlab.model import BertForSequenceClassification
+from bertlab.teacher import embeddings as embedding_teacher
+from bertlab.teacher import outputs as teacher
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 
 SEED = 63
@@ -318,7 +319,7 @@ def test_a_checkpoint_save_that_runs_out_of_disk_space_leaves_the_previous_check
                                                                                               monkeypatch):
     import errno
 
-    from bertlab.lit.callbacks import AtomicCheckpointIO
+    from bertlab.lit.checkpoints import AtomicCheckpointIO
 
     path = tmp_path / "lightning_checkpoints" / "last.ckpt"
     io = AtomicCheckpointIO()

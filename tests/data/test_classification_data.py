@@ -12,14 +12,9 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
-from bertlab.data.classification import (
-    ClassificationDataModule,
-    TokenizedRows,
-    collate,
-    encode_texts,
-    length_sorted_dataloader,
-    tokenize_dataset,
-)
+from bertlab.data.batches import TokenizedRows, collate, length_sorted_dataloader
+from bertlab.data.classification import ClassificationDataModule
+from bertlab.data.encoding import encode_texts, tokenize_dataset
 from bertlab.data.sampling import LengthGroupedSampler, length_sorted_order, padding_efficiency
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer

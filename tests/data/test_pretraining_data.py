@@ -13,7 +13,9 @@ import pytest
 import torch
 
 from bertlab.data import pretraining
-from bertlab.data.pretraining import PretrainingCollator, PretrainingDataModule, group_documents
+from bertlab.data.batches import PretrainingCollator
+from bertlab.data.documents import group_documents
+from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.tokenizer import save_tokenizer, special_token_ids
@@ -61,7 +63,7 @@ def test_group_documents_follows_wikitext_headings_and_joins_wrapped_lines():
 
 
 def test_group_documents_takes_each_line_as_a_paragraph_by_default(monkeypatch):
-    monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
+    monkeypatch.setattr("bertlab.data.documents.MAX_DOCUMENT_CHARS", 30)
     lines = ["First paragraph, one line", "then a line of twenty. Second", "Third is short."]
     assert list(group_documents(lines)) == [
         ["First paragraph, one line", "then a line of twenty.", "Second"],
@@ -73,7 +75,7 @@ def test_group_documents_takes_each_line_as_a_paragraph_by_default(monkeypatch):
 
 
 def test_group_documents_cuts_books_at_paragraph_boundaries(monkeypatch):
-    monkeypatch.setattr(pretraining, "MAX_DOCUMENT_CHARS", 30)
+    monkeypatch.setattr("bertlab.data.documents.MAX_DOCUMENT_CHARS", 30)
     paragraph = ["Twenty characters in", "two lines here."]  # 36 characters once joined
     assert list(group_documents([*paragraph, "", *paragraph, "", "Short."], wrapped_lines=True)) == [
         ["Twenty characters in two lines here."],

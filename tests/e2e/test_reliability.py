@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertlab.lit.callbacks import AtomicCheckpointIO
+from bertlab.lit.checkpoints import AtomicCheckpointIO
 from tests.bertlab_runs import pretraining, run_in_process, sha256, start_child
 
 # ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.

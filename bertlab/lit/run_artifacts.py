@@ -1,0 +1,101 @@
+"""What a run leaves in its folder besides checkpoints: the Hugging Face–format export of the model
+(ExportPretrained), and metrics.json and metrics.png drawn from the CSVLogger's metrics.csv
+(MetricsArtifacts)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import lightning as L
+import torch
+from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities import rank_zero_warn
+from tokenizers import Tokenizer
+
+from bertlab.errors import BertlabError, ConfigError
+from bertlab.hf_format import export_pretrained, write_atomically
+from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
+
+
+class ExportPretrained(L.Callback):
+    """At the end of fit, exports `module.model` with the tokenizer (`tokenizer`, else the datamodule's
+    `tokenizer`) to `dirpath` as a Hugging Face–format directory, from rank 0.
+
+    `weights="final"` exports the weights as training left them; `"best"` reloads the best checkpoint
+    of the Trainer's ModelCheckpoint (falling back to the final weights, with a warning, when
+    no checkpoint was saved).
+    """
+
+    def __init__(self, dirpath: str, weights: str = "final", tokenizer: Tokenizer | None = None):
+        if weights not in ("final", "best"):
+            raise ConfigError(f"ExportPretrained.weights must be 'final' or 'best', got {weights!r}")
+        self.dirpath = dirpath
+        self.weights = weights
+        self.tokenizer = tokenizer
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.is_global_zero:
+            return
+        tokenizer = self.tokenizer or getattr(trainer.datamodule, "tokenizer", None)
+        if tokenizer is None:
+            raise BertlabError(f"cannot export to {self.dirpath}: no tokenizer; the datamodule has no "
+                               f"`tokenizer` attribute and none was given to ExportPretrained")
+        export_pretrained(self._weights_to_export(trainer, pl_module.model), tokenizer, self.dirpath)
+
+    def _weights_to_export(self, trainer: L.Trainer, model: torch.nn.Module) -> torch.nn.Module:
+        if self.weights == "final":
+            return model
+        best_path = getattr(trainer.checkpoint_callback, "best_model_path", "")
+        if not best_path:
+            rank_zero_warn(f"ExportPretrained: no best checkpoint was saved; exporting the final weights "
+                           f"to {self.dirpath}")
+            return model
+        state = torch.load(best_path, map_location="cpu", weights_only=True)["state_dict"]
+        # A separate copy: the module itself keeps the weights it trained to.
+        best = type(model)(model.config)
+        best.load_state_dict({key.removeprefix("model."): value for key, value in state.items()
+                              if key.startswith("model.")})
+        return best
+
+
+class MetricsArtifacts(L.Callback):
+    """After each validation and at the end of fit, turns the CSVLogger's metrics.csv into
+    metrics.json (final and best values) and metrics.png (training loss and validation metrics against
+    step), written to `dirpath` (default: the CSVLogger's log directory), from rank 0. The PNG is redrawn
+    at most every `plot_every_seconds` during fit (the first validation's always, the end's always):
+    drawing it takes ~0.4 s, longer than a small model's validation."""
+
+    def __init__(self, dirpath: str | None = None, plot_every_seconds: float = 60.0):
+        self.dirpath = dirpath
+        self.plot_every_seconds = plot_every_seconds
+        self._plotted_at = -math.inf
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if not any(isinstance(logger, CSVLogger) for logger in trainer.loggers):
+            raise ConfigError("MetricsArtifacts reads the CSVLogger's metrics.csv, but the Trainer has no "
+                              "CSVLogger; add one to the trainer's loggers or remove the callback")
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self.write(trainer, plot=time.monotonic() - self._plotted_at >= self.plot_every_seconds)
+
+    def on_fit_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.write(trainer)
+
+    def write(self, trainer: L.Trainer, plot: bool = True) -> None:
+        if not trainer.is_global_zero:
+            return
+        logger = next(logger for logger in trainer.loggers if isinstance(logger, CSVLogger))
+        logger.save()
+        frame = read_metrics(Path(logger.log_dir))
+        if frame.empty:
+            return  # nothing logged yet
+        directory = Path(self.dirpath or logger.log_dir)
+        summary = json.dumps(summarise_metrics(frame), indent=2) + "\n"
+        write_atomically(directory / "metrics.json", lambda temp: Path(temp).write_text(summary))
+        if plot:
+            plot_metrics(frame, directory / "metrics.png")
+            self._plotted_at = time.monotonic()
