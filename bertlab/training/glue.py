@@ -31,7 +31,8 @@ from bertlab.errors import ConfigError, DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import best_point, read_metrics, series
 from bertlab.stats import compare_scores, summarize
-from bertlab.training.preflight import format_value, refusing
+from bertlab.training.checks.values import format_value
+from bertlab.training.preflight import refusing
 from bertlab.training.run_folder import CONFIG, HF_MODEL
 from bertlab.training.sweeps import run_overrides
 

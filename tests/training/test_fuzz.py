@@ -21,7 +21,7 @@ from bertlab.errors import BertlabError
 from bertlab.hf_format import read_weights
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.app import register_configs, user_error
-from bertlab.training.preflight import check
+from bertlab.training.checks.before_run import check
 from bertlab.training.ranges import RULES
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
