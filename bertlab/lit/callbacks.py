@@ -27,6 +27,7 @@ from bertlab.errors import BertlabError, ConfigError
 from bertlab.flops import dense_bf16_peak_flops
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.metrics import VALIDATION_PREFIXES, plot_metrics, read_metrics, summarise_metrics
+from bertlab.value_rules import Count, NonNegative, Positive
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -138,7 +139,7 @@ class MetricsArtifacts(L.Callback):
     at most every `plot_every_seconds` during fit (the first validation's always, the end's always):
     drawing it takes ~0.4 s, longer than a small model's validation."""
 
-    def __init__(self, dirpath: str | None = None, plot_every_seconds: float = 60.0):
+    def __init__(self, dirpath: str | None = None, plot_every_seconds: NonNegative = 60.0):
         self.dirpath = dirpath
         self.plot_every_seconds = plot_every_seconds
         self._plotted_at = -math.inf
@@ -194,9 +195,7 @@ class FiniteLossGuard(L.Callback):
     is reported up to that many batches late — never saved.
     """
 
-    def __init__(self, check_every_n_steps: int = 50):
-        if check_every_n_steps < 1:
-            raise ConfigError(f"FiniteLossGuard.check_every_n_steps must be >= 1, got {check_every_n_steps}")
+    def __init__(self, check_every_n_steps: Count = 50):
         self.check_every_n_steps = check_every_n_steps
         self._first_bad_step: torch.Tensor | None = None  # on the device; -1 while all losses are finite
         self._batches = 0
@@ -278,7 +277,7 @@ class TokenThroughputMonitor(ThroughputMonitor):
     it logs (trainer.log_every_n_steps) and before a validation, so `window_size` counts logged steps.
     """
 
-    def __init__(self, peak_flops: float | None = None, **kwargs: Any):
+    def __init__(self, peak_flops: Positive | None = None, **kwargs: Any):
         super().__init__(batch_size_fn=_sequences, length_fn=_tokens, **kwargs)
         self.peak_flops = peak_flops
         self._unclocked_flops: dict[RunningStage, float] = {}

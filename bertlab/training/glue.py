@@ -31,10 +31,10 @@ from bertlab.errors import ConfigError, DataError
 from bertlab.hf_format import write_atomically
 from bertlab.metrics import best_point, read_metrics, series
 from bertlab.stats import compare_scores, summarize
-from bertlab.training.checks.values import format_value
 from bertlab.training.preflight import refusing
 from bertlab.training.run_folder import CONFIG, HF_MODEL
 from bertlab.training.sweeps import run_overrides
+from bertlab.value_rules import format_value
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "mnli_mm", "qnli", "rte", "wnli")
 GLUE_SMALL = ("cola", "sst2", "mrpc", "stsb", "rte")

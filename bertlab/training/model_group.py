@@ -29,20 +29,31 @@ def model_config(model_cfg: DictConfig, **values) -> BertConfig:
     return BertConfig.from_dict(fields)
 
 
-def init_from_overrides(model_cfg: DictConfig) -> dict:
+def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | None = None) -> dict:
     """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches,
-    and the dropout probabilities the command line set. Its architecture keys come from the
-    checkpoint (overriding one is refused by `check_init_from`)."""
-    overridden = overridden_keys(HydraConfig.get().overrides.task)
+    and the dropout probabilities the command line set (`overridden`: the keys it set, by default those
+    of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
+    by `check_init_from`)."""
+    if overridden is None:
+        overridden = overridden_keys(HydraConfig.get().overrides.task)
     chosen = [*RUNTIME_SWITCHES, *(key for key in DROPOUT_KEYS if f"model.{key}" in overridden)]
     return {key: model_cfg[key] for key in chosen if key in model_cfg}
 
 
 def check_model(config: DictConfig) -> None:
-    """Without `init_from`, the group's values make a model BertConfig accepts (sizes, divisibility, memory),
-    before any data is prepared."""
+    """The group's values make a model BertConfig accepts (sizes, divisibility, memory: BertConfig's checks
+    are the group's rule, bertlab.value_rules.CheckedBy), before any data is prepared. With `init_from`, see
+    `check_loaded_model`."""
     if not config.model.init_from:
         model_config(config.model, vocab_size=OmegaConf.select(config, "tokenizer.vocab_size", default=None) or 30522)
+
+
+def check_loaded_model(config: DictConfig, overridden: Collection[str]) -> None:
+    """With `init_from`, the checkpoint's config with the values the group changes in it, once the checkpoint
+    is known to exist and fit."""
+    if config.model.init_from:
+        BertConfig.from_dict({**BertConfig.from_json_file(config.model.init_from).to_dict(),
+                              **init_from_overrides(config.model, overridden)})
 
 
 def check_init_from(config: DictConfig, overridden: Collection[str]) -> None:

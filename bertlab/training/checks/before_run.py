@@ -11,7 +11,7 @@ from bertlab.training import budget, extras
 from bertlab.training.checks import combinations, environment
 from bertlab.training.checks.known_keys import check_known_keys, check_model_keys
 from bertlab.training.checks.values import check_tokenizer_options, check_values, overridden_keys
-from bertlab.training.model_group import check_init_from, check_model
+from bertlab.training.model_group import check_init_from, check_loaded_model, check_model
 from bertlab.training.requirements import check_requirements
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.run_folder_checks import check_output_folder, check_resume, check_run_folder
@@ -33,6 +33,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     environment.check_accelerator(config)
     environment.check_search_space(config)
     environment.check_checkpoints(config)
+    check_loaded_model(config, overridden)
     combinations.check_transfer(config)
     combinations.check_embedding_student(config)
     combinations.check_copy_pairs(config)

@@ -13,12 +13,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
+from bertlab.training.checks.values import HYDRA_KEYS, READ_BY_CODE
 from bertlab.training.schema import ModelSchema, TokenizerSchema
 
-# Keys of groups without a `_target_` or schema that bertlab's code reads (the others are read through
-# interpolations, `${paths.data_dir}`): the GLUE task's record and the paths.
-READ_BY_CODE = ("glue.task", "glue.metrics", "paths.data_dir", "paths.output_dir", "paths.run_dir")
-HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 
 
