@@ -17,6 +17,7 @@ from bertlab.errors import ConfigError
 from bertlab.flops import classification_forward_flops
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.saved_task import RecordsTask
 from bertlab.model import BertForSequenceClassification
 from bertlab.value_rules import Interval
 
@@ -46,7 +47,7 @@ def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str]) -> None:
             parameter.requires_grad_(False)
 
 
-class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
+class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).
     `optimizer` and `scheduler` are Hydra partials (see bertlab.lit.optim); `layerwise_lr_decay`

@@ -29,6 +29,7 @@ from bertlab.flops import encoder_forward_flops
 from bertlab.lit import embedding_teacher
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.saved_task import RecordsTask
 from bertlab.lit.teacher import autocast_dtype
 from bertlab.model import BertModel
 from bertlab.value_rules import Count, Dropout, OneOf
@@ -36,7 +37,7 @@ from bertlab.value_rules import Count, Dropout, OneOf
 TEACHER_PRECISIONS = OneOf("32-true", "bf16-mixed", "16-mixed")  # or null: the run's
 
 
-class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
+class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config`: the student's BertConfig (or its dict, as stored in checkpoints); the command loads its
     weights. `teacher`: a BertModel folder; `teacher_precision`: the Lightning precision the teacher runs
     in (null: the run's); `teacher_batch_size`: its batch size; `cache_dir`: where its embeddings are

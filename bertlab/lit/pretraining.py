@@ -22,6 +22,7 @@ from bertlab.flops import mlm_forward_flops
 from bertlab.lit.masking import mask_tokens, masking_generator, predicted_per_batch, predictions_per_row
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
 from bertlab.value_rules import Dropout, Interval, OneOf, Probability
@@ -30,7 +31,7 @@ TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
+class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 
     `config`: the model's BertConfig (or its dict, as stored in checkpoints). `optimizer` and

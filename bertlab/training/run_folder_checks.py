@@ -56,14 +56,13 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
         budget.recorded_length(Path(checkpoint))
     if OmegaConf.select(config, "trainer.precision") == precision.FASTEST:
         precision.recorded_precision(Path(checkpoint))
-    saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     task = config.task._target_.rpartition(".")[2]
-    saved_task = ("PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
-                  else "EmbeddingDistillationModule" if "teacher" in saved else "ClassificationModule")
+    saved_task = run_folder.checkpoint_task(Path(checkpoint))
     if saved_task != task:
         raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("
                               f"{'train' if saved_task in TRAIN_TASKS else 'fine-tune'}), not by this run's "
                               f"{task}; resume a checkpoint of the same command")
+    saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
     model = (BertConfig.from_json_file(config.model.init_from).to_dict() if config.model.init_from
              else OmegaConf.to_container(config.model, resolve=True))
     expected = {f"model.{key}": model.get(key) for key in ARCHITECTURE_KEYS}

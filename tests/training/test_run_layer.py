@@ -13,6 +13,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
+from bertlab.lit.saved_task import SAVED_BY
 from bertlab.training import model_group, run_folder, run_folder_checks
 from bertlab.training.app import flags_first, model_preset, register_configs
 from bertlab.training.checks import values
@@ -104,6 +105,16 @@ def test_resume_path_finds_the_checkpoint_to_start_from(tmp_path):
     with pytest.raises(CheckpointError, match=f"resume='{tmp_path}/none.ckpt': no checkpoint at {tmp_path}/none.ckpt"):
         run_folder.resume_path(str(tmp_path / "none.ckpt"), tmp_path)
     assert run_folder.checkpoint_hyperparameters(last) == {"mlm_probability": 0.15}
+
+
+def test_the_task_of_a_checkpoint_is_the_one_it_recorded_or_told_by_its_hyperparameters(tmp_path):
+    torch.save({"global_step": 1, "hyper_parameters": {"mlm_probability": 0.15}, SAVED_BY: "DistillationModule"},
+               tmp_path / "recorded.ckpt")
+    assert run_folder.checkpoint_task(tmp_path / "recorded.ckpt") == "DistillationModule"
+    for hyperparameters, task in (({"mlm_probability": 0.15}, "PretrainingModule"), ({"alpha": 0.9}, "DistillationModule"),
+                                  ({"teacher": "t"}, "EmbeddingDistillationModule"), ({}, "ClassificationModule")):
+        torch.save({"global_step": 1, "hyper_parameters": hyperparameters}, tmp_path / "older.ckpt")
+        assert run_folder.checkpoint_task(tmp_path / "older.ckpt") == task
 
 
 def test_the_newest_checkpoint_is_the_highest_step_and_last_on_a_tie(tmp_path):
