@@ -50,9 +50,9 @@ def rule_problems(name: str, tree: dict) -> list[str]:
     problems = []
     for declaration in declarations(tree, SCHEMAS[name]):
         if declaration.annotation is NOT_JUDGED and not declaration.rules:
-            problems.append(f"{declaration.key}: no rule ({declaration.taker} declares neither type nor range)")
+            problems.append(f"{declaration.key}: no rule (taken by {declaration.taker}: no type, no range)")
         elif len(declaration.rules) > 1:
-            problems.append(f"{declaration.key}: {len(declaration.rules)} rules ({declaration.taker}: "
+            problems.append(f"{declaration.key}: {len(declaration.rules)} rules (taken by {declaration.taker}: "
                             f"{', '.join(map(repr, declaration.rules))})")
     return problems
 
@@ -68,7 +68,7 @@ def test_every_number_of_every_shipped_config_has_a_range(composed):
     numbers = {(declaration.key, declaration.taker): declaration.rules for name, tree in composed
                for declaration in declarations(tree, SCHEMAS[name]) if is_number(declaration.value)}
     assert len(numbers) > 30
-    assert sorted(f"{key}: a number without a range ({taker})" for (key, taker), rules in numbers.items()
+    assert sorted(f"{key}: a number without a range (taken by {taker})" for (key, taker), rules in numbers.items()
                   if not rules) == []
 
 

@@ -3,7 +3,7 @@ what takes its value (bertlab.value_rules) — an argument of the `_target_` its
 command's schema, of the tokenizer group's or of a settings dataclass an argument names (`data.transfer`:
 TransferSettings); for the arguments of other libraries' classes, the type of their annotation and the
 range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, which
-checks them itself (bertlab.training.model_group.check_model).
+checks them itself (their rule is CheckedBy: bertlab.training.model_group.check_model).
 
 Every value is checked against its range or choices; a value the command line set for a `_target_`'s
 argument also against its type (Hydra's schemas type the other keys while composing).
@@ -24,15 +24,15 @@ from typing import Annotated, Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
-from bertlab.value_rules import CheckedBy, OneOf, Rule, format_value, metadata, rules
+from bertlab.value_rules import OneOf, Rule, format_value, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
+GROUP_SCHEMAS = {"model": ModelSchema, "tokenizer": TokenizerSchema}  # the groups Hydra's schemas type
 NAMED_SPECS = ("callbacks", "logger")  # groups of named `_target_` nodes, each null to leave it out
 # Keys of groups without a `_target_` or schema that bertlab's code reads (the others are read through
 # interpolations, `${paths.data_dir}`): the GLUE task's record and the paths.
@@ -106,26 +106,13 @@ def declarations(tree: dict, schema: type) -> Iterator[Declaration]:
     the command's `schema`); a key that nothing declares has neither annotation nor rules."""
     hints = typing.get_type_hints(schema, include_extras=True)
     for name, value in tree.items():
-        if name == "model" and isinstance(value, dict):
-            yield from model_declarations(value)
-        elif name == "tokenizer" and isinstance(value, dict):
-            yield from field_declarations("tokenizer", value, TokenizerSchema)
+        if name in GROUP_SCHEMAS and isinstance(value, dict):
+            yield from field_declarations(name, value, GROUP_SCHEMAS[name])
         elif isinstance(value, dict) and hints.get(name) in (Any, typing.Optional[Any]):  # a group
             yield from group_declarations(name, value)
         else:
             annotation = hints.get(name, NOT_JUDGED)
             yield Declaration(name, value, f"field {name!r} of {schema.__name__}", annotation, rules(annotation))
-
-
-def model_declarations(node: dict) -> Iterator[Declaration]:
-    hints = typing.get_type_hints(ModelSchema)
-    for name, value in node.items():
-        if name in BertConfig.__dataclass_fields__:
-            yield Declaration(f"model.{name}", value, f"field {name!r} of bertlab.BertConfig",
-                              hints.get(name, NOT_JUDGED), (CheckedBy("bertlab.BertConfig"),))
-        else:
-            yield Declaration(f"model.{name}", value, f"field {name!r} of the model group's schema",
-                              hints.get(name, NOT_JUDGED))
 
 
 def field_declarations(prefix: str, node: dict, fields_of: type) -> Iterator[Declaration]:
@@ -155,8 +142,10 @@ def group_declarations(prefix: str, node: dict) -> Iterator[Declaration]:
             yield Declaration(key, value, f"an entry of the {prefix} group, null: left out", Mapping | None)
         elif isinstance(value, dict):
             yield from group_declarations(key, value)
+        elif key in READ_BY_CODE:
+            yield Declaration(key, value, "bertlab's code", READ_BY_CODE[key])
         else:
-            yield Declaration(key, value, "read by bertlab's code", READ_BY_CODE.get(key, NOT_JUDGED))
+            yield Declaration(key, value, "nothing")
 
 
 @functools.lru_cache(maxsize=None)
