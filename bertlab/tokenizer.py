@@ -31,8 +31,7 @@ ALPHABET_SIZE = 1000  # the most frequent characters, each a piece of the vocabu
 class WordPieceOptions:
     """How a tokenizer normalises and splits text: the options of transformers' BasicTokenizer and
     WordpieceTokenizer under their names (`lowercase` is its `do_lower_case`), checked here: they are also read
-    back from saved tokenizers. The range of `max_input_chars_per_word` is declared for the tokenizer group's
-    key (bertlab.value_rules), whose checker refuses a bad value before these checks see it."""
+    back from saved tokenizers."""
     lowercase: bool = True
     strip_accents: bool | None = None  # None: strip them when lower-casing, as BERT's uncased models do
     tokenize_chinese_chars: bool = True  # each CJK character a word of its own

@@ -26,11 +26,11 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader, Dataset
 
+from bertlab.config import SIZE_LIMITS
 from bertlab.data.sampling import ResumableTrainingOrder, length_sorted_order
 from bertlab.data.selection import split_selection
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
-from bertlab.config import SIZE_LIMITS
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers

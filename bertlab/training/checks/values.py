@@ -133,7 +133,8 @@ def group_declarations(prefix: str, node: dict) -> Iterator[Declaration]:
             yield from group_declarations(key, value)
         elif isinstance(target, str):
             annotation, rules_ = argument_declaration(target, name)
-            settings = next((item for item in metadata(annotation) if dataclasses.is_dataclass(item)), None)
+            settings = next((item for item in metadata(annotation) if isinstance(item, type)
+                             and dataclasses.is_dataclass(item)), None)  # whose fields are the mapping's keys
             if settings is not None and isinstance(value, dict):
                 yield from field_declarations(key, value, settings)
             else:
