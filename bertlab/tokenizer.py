@@ -19,6 +19,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from bertlab.errors import CheckpointError, ConfigError, DataError
+from bertlab.value_rules import Count
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")
@@ -29,12 +30,13 @@ ALPHABET_SIZE = 1000  # the most frequent characters, each a piece of the vocabu
 @dataclass(frozen=True)
 class WordPieceOptions:
     """How a tokenizer normalises and splits text: the options of transformers' BasicTokenizer and
-    WordpieceTokenizer under their names (`lowercase` is its `do_lower_case`), checked here."""
+    WordpieceTokenizer under their names (`lowercase` is its `do_lower_case`), checked here: they are also read
+    back from saved tokenizers."""
     lowercase: bool = True
     strip_accents: bool | None = None  # None: strip them when lower-casing, as BERT's uncased models do
     tokenize_chinese_chars: bool = True  # each CJK character a word of its own
     never_split: tuple[str, ...] = ()  # kept whole and never normalised: special tokens, ids after [MASK]
-    max_input_chars_per_word: int = 100  # a longer word becomes [UNK]
+    max_input_chars_per_word: Count = 100  # a longer word becomes [UNK]
 
     def __post_init__(self) -> None:
         for name in ("lowercase", "tokenize_chinese_chars"):

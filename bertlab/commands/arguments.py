@@ -12,8 +12,8 @@ from typing import NoReturn
 from bertlab.config import CONFIG_NAME
 from bertlab.errors import ConfigError, UsageError
 from bertlab.hf_format import WEIGHTS_NAME
-from bertlab.training.preflight import check_output_folder
 from bertlab.training.run_folder import HF_MODEL
+from bertlab.training.run_folder_checks import check_output_folder
 from bertlab.training.weights_fit import ALLOW_FLAG
 
 

@@ -37,7 +37,7 @@ from bertlab.errors import CheckpointError, UsageError
 from bertlab.training.app import launch
 from bertlab.training.fit import run_training
 from bertlab.training.glue import GLUE_SMALL, GLUE_TASKS, finished
-from bertlab.training.preflight import ARCHITECTURE_KEYS
+from bertlab.training.model_group import ARCHITECTURE_KEYS
 from bertlab.training.run_folder import HF_MODEL
 
 OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "lrs": "", "scratch": "false", "select_on": "train"}

@@ -13,7 +13,7 @@ chosen on) and the validation split second (logged as dev/…, what is reported)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import datasets
 import lightning as L
@@ -22,6 +22,7 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
+from bertlab.config import SIZE_LIMITS
 from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import column_values, tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
@@ -30,6 +31,7 @@ from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
+from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers
 
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
 SELECTION_SPLIT = "selection"  # the training rows held out to choose the checkpoint on
@@ -68,35 +70,27 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         text_column: str = "sentence",
         text_pair_column: str | None = None,
         label_column: str = "label",
-        num_labels: int = 2,
+        num_labels: Annotated[int, Interval(f"[1, {SIZE_LIMITS['num_labels']}]")] = 2,  # 1: regression
         label_names: list[str] | None = None,
         train_split: str = "train",
         validation_split: str = "validation",
         test_split: str | None = None,
-        max_seq_length: int = 128,
-        batch_size: int = 32,
-        eval_batch_size: int = 128,
-        num_workers: int = 0,
+        max_seq_length: SequenceLength = 128,
+        batch_size: Count = 32,
+        eval_batch_size: Count = 128,
+        num_workers: Workers = 0,
         seed: int = 0,
-        limit_train_samples: int | None = None,
-        limit_eval_samples: int | None = None,
-        selection_fraction: float = 0.0,
-        selection_max_rows: int = 1000,
-        selection_seed: int = 0,
-        transfer: Mapping[str, Any] | None = None,
+        limit_train_samples: Count | None = None,
+        limit_eval_samples: Count | None = None,
+        selection_fraction: Annotated[float, OPEN_PROBABILITY] = 0.0,  # 0: no selection split
+        selection_max_rows: Count = 1000,
+        selection_seed: Seed = 0,
+        transfer: Annotated[Mapping[str, Any], TransferSettings] | None = None,
         cache_dir: str | None = None,
     ) -> None:
         super().__init__()
-        if num_labels < 1:
-            raise ConfigError(f"num_labels must be >= 1 (1 = regression), got {num_labels}")
         if label_names is not None and len(label_names) != num_labels:
             raise ConfigError(f"label_names has {len(label_names)} names but num_labels is {num_labels}")
-        for key, value in (("batch_size", batch_size), ("eval_batch_size", eval_batch_size)):
-            if value < 1:
-                raise ConfigError(f"{key} must be >= 1, got {value}")
-        for key, value in (("limit_train_samples", limit_train_samples), ("limit_eval_samples", limit_eval_samples)):
-            if value is not None and value < 1:
-                raise ConfigError(f"{key} must be >= 1 or null, got {value}")
         self.source = source
         self._tokenizer_source = tokenizer
         self._tokenizer: Tokenizer | None = tokenizer if isinstance(tokenizer, Tokenizer) else None

@@ -24,6 +24,7 @@ from bertlab.data.sources import cache_folder, load_dataset_source
 from bertlab.errors import ConfigError, DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION
 from bertlab.tokenizer import WordPieceOptions, load_tokenizer, special_token_ids
+from bertlab.value_rules import Count, Probability, SequenceLength, Workers
 
 logger = logging.getLogger(__name__)
 
@@ -61,38 +62,27 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         tokenize_chinese_chars: bool = True,
         never_split: Sequence[str] = (),
         max_input_chars_per_word: int = 100,
-        max_seq_length: int = 128,
-        short_seq_prob: float = 0.1,
+        max_seq_length: SequenceLength = 128,
+        short_seq_prob: Probability = 0.1,
         nsp: bool = False,
         whole_word_masking: bool = False,
         pad_to_max_length: bool = False,
-        batch_size: int = 32,
-        eval_batch_size: int | None = None,
-        num_workers: int = 0,
+        batch_size: Count = 32,
+        eval_batch_size: Count | None = None,
+        num_workers: Workers = 0,
         seed: int = 0,
-        max_train_lines: int | None = None,
-        max_eval_lines: int | None = None,
+        max_train_lines: Count | None = None,
+        max_eval_lines: Count | None = None,
         cache_dir: str | None = None,
         text_column: str = "text",
         extra_train_sources: list[dict] | None = None,
         validation_source: str | None = None,
         wrapped_lines: bool = False,
-        num_proc: int | None = None,
-        copy_pair_prob: float = 0.0,
-        copy_drop_prob: float = 0.15,
+        num_proc: Count | None = None,
+        copy_pair_prob: Probability = 0.0,
+        copy_drop_prob: Probability = 0.15,
     ) -> None:
         super().__init__()
-        if max_seq_length < 8:
-            raise ConfigError(
-                f"data.max_seq_length must be at least 8 ([CLS] A [SEP] B [SEP]), got {max_seq_length}"
-            )
-        if not 0.0 <= short_seq_prob <= 1.0:
-            raise ConfigError(f"data.short_seq_prob must lie in [0, 1], got {short_seq_prob}")
-        for name, value in (("batch_size", batch_size), ("eval_batch_size", eval_batch_size or batch_size)):
-            if value < 1:
-                raise ConfigError(f"data.{name} must be positive, got {value}")
-        if num_proc is not None and num_proc < 1:
-            raise ConfigError(f"data.num_proc must be positive or null (this process alone), got {num_proc}")
         self.save_hyperparameters()
         self.source = source
         self.tokenizer_path = tokenizer_path

@@ -26,6 +26,7 @@ from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
+from bertlab.value_rules import Count, SequenceLength, Workers
 
 # A sentence ends at . ! or ? followed by white space and an upper-case letter or a quote.
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
@@ -60,16 +61,11 @@ class SentenceDataModule(ResumableTrainingOrder, L.LightningDataModule):
     resumable mid-epoch (bertlab.data.sampling)."""
 
     def __init__(self, source: str, tokenizer: str | Tokenizer, *, extra_source: str | None = None,
-                 extra_text_column: str = "sentence", extra_split: str = "train", min_words: int = 6,
-                 max_words: int = 40, max_sentences: int = 200_000, validation_size: int = 2_000,
-                 max_seq_length: int = 128, batch_size: int = 64, eval_batch_size: int = 256,
-                 num_workers: int = 0, seed: int = 0) -> None:
+                 extra_text_column: str = "sentence", extra_split: str = "train", min_words: Count = 6,
+                 max_words: Count = 40, max_sentences: Count = 200_000, validation_size: Count = 2_000,
+                 max_seq_length: SequenceLength = 128, batch_size: Count = 64, eval_batch_size: Count = 256,
+                 num_workers: Workers = 0, seed: int = 0) -> None:
         super().__init__()
-        for key, value in (("min_words", min_words), ("max_sentences", max_sentences),
-                           ("validation_size", validation_size), ("batch_size", batch_size),
-                           ("eval_batch_size", eval_batch_size)):
-            if value < 1:
-                raise ConfigError(f"data.{key} must be >= 1, got {value}")
         if max_words < min_words:
             raise ConfigError(f"data.max_words ({max_words}) must be >= data.min_words ({min_words})")
         self.source = source

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Annotated
 
 import pandas as pd
 
@@ -21,6 +22,7 @@ from bertlab.data import cache_entries
 from bertlab.data.augment import Example, augment, joined, read_unlabelled
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
+from bertlab.value_rules import NON_NEGATIVE, Count, Probability, Seed
 
 log = logging.getLogger("bertlab")
 CACHE_FORMAT = 1  # part of the cache key: raise it when the augmentation changes what it makes
@@ -32,15 +34,15 @@ class TransferSettings:
     replacement, the BertForMaskedLM folder `masked_lm`; `unlabelled`, a file or dataset of in-domain
     text with the task's text columns; the augmentation's probabilities (see augment.Probabilities);
     `joined`, how many texts join two training texts (augment.joined)."""
-    copies: int = 0
-    joined: int = 0
-    seed: int = 0
+    copies: Annotated[int, NON_NEGATIVE] = 0
+    joined: Annotated[int, NON_NEGATIVE] = 0
+    seed: Seed = 0
     masked_lm: str | None = None
     unlabelled: str | None = None
-    p_mask: float = 0.1
-    p_replace: float = 0.2
-    p_ngram: float = 0.25
-    max_ngram: int = 5
+    p_mask: Probability = 0.1
+    p_replace: Probability = 0.2
+    p_ngram: Probability = 0.25
+    max_ngram: Count = 5
 
     @classmethod
     def from_config(cls, settings: Mapping) -> TransferSettings:

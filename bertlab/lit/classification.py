@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 import torch
 from torchmetrics import MeanSquaredError, MetricCollection, PearsonCorrCoef, SpearmanCorrCoef
@@ -17,7 +17,11 @@ from bertlab.errors import ConfigError
 from bertlab.flops import classification_forward_flops
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.saved_task import RecordsTask
 from bertlab.model import BertForSequenceClassification
+from bertlab.value_rules import Interval
+
+LayerwiseDecay = Annotated[float, Interval("(0, 1]")]  # a layer's learning rate over the one above's
 
 
 def validation_metrics(config: BertConfig) -> MetricCollection:
@@ -43,7 +47,7 @@ def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str]) -> None:
             parameter.requires_grad_(False)
 
 
-class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
+class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).
     `optimizer` and `scheduler` are Hydra partials (see bertlab.lit.optim); `layerwise_lr_decay`
@@ -53,8 +57,8 @@ class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
-                 layerwise_lr_decay: float | None = None, model: BertForSequenceClassification | None = None,
-                 compile: bool = False, freeze: Sequence[str] = ()):
+                 layerwise_lr_decay: LayerwiseDecay | None = None,
+                 model: BertForSequenceClassification | None = None, compile: bool = False, freeze: Sequence[str] = ()):
         super().__init__()
         if model is None:
             if config is None:

@@ -33,12 +33,13 @@ from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule, labelled_rows
 from bertlab.data.encoding import column_values
 from bertlab.errors import ConfigError
-from bertlab.lit.classification import ClassificationModule, validation_metrics
+from bertlab.lit.classification import ClassificationModule, LayerwiseDecay, validation_metrics
 from bertlab.lit.optim import configure_optimization
 from bertlab.model import BertForSequenceClassification
 from bertlab.teacher import folders as teacher_folders
 from bertlab.teacher.inference import autocast_dtype
 from bertlab.teacher.outputs import teacher_outputs, write_report
+from bertlab.value_rules import Dropout, NonNegative, Positive, Probability
 
 log = logging.getLogger("bertlab")
 
@@ -90,22 +91,17 @@ class DistillationModule(ClassificationModule):
     def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
-                 layerwise_lr_decay: float | None = None, model: BertForSequenceClassification | None = None,
-                 compile: bool = False, freeze: Sequence[str] = (), teacher: str | None = None, alpha: float = 0.9,
-                 temperature: float = 2.0, hidden_weight: float = 0.0, layer_map: list[list[int]] | None = None,
-                 cache_dir: str | None = None, dropout: float | None = None):
+                 layerwise_lr_decay: LayerwiseDecay | None = None,
+                 model: BertForSequenceClassification | None = None, compile: bool = False, freeze: Sequence[str] = (),
+                 teacher: str | None = None, alpha: Probability = 0.9, temperature: Positive = 2.0,
+                 hidden_weight: NonNegative = 0.0, layer_map: list[list[int]] | None = None,
+                 cache_dir: str | None = None, dropout: Dropout | None = None):
         super().__init__(config=config, optimizer=optimizer, scheduler=scheduler,
                          layerwise_lr_decay=layerwise_lr_decay, model=model, compile=compile, freeze=freeze)
         # Lightning collects the arguments of every __init__ up the class tree: this frame's `config`
         # argument would hide the plain dict the parent saved.
         config = self.model.config.to_dict()
         self.save_hyperparameters(ignore=["optimizer", "scheduler", "model"])
-        for key, value, rule, allowed in (("alpha", alpha, 0 <= alpha <= 1, "[0, 1]"),
-                                          ("temperature", temperature, temperature > 0, "(0, inf)"),
-                                          ("hidden_weight", hidden_weight, hidden_weight >= 0, "[0, inf)"),
-                                          ("dropout", dropout, dropout is None or 0 <= dropout < 1, "[0, 1)")):
-            if not rule:
-                raise ConfigError(f"task.{key}={value}: must be in {allowed}")
         if dropout is not None:
             self.model.set_dropout(dropout)
         if layer_map is not None and hidden_weight == 0:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 import torch.nn.functional as F
@@ -28,14 +28,16 @@ from bertlab.errors import ConfigError
 from bertlab.flops import encoder_forward_flops
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.saved_task import RecordsTask
 from bertlab.model import BertModel
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype
+from bertlab.value_rules import Count, Dropout, OneOf
 
-TEACHER_PRECISIONS = (None, "32-true", "bf16-mixed", "16-mixed")  # None: the run's
+TEACHER_PRECISIONS = OneOf("32-true", "bf16-mixed", "16-mixed")  # or null: the run's
 
 
-class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
+class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config`: the student's BertConfig (or its dict, as stored in checkpoints); the command loads its
     weights. `teacher`: a BertModel folder; `teacher_precision`: the Lightning precision the teacher runs
     in (null: the run's); `teacher_batch_size`: its batch size; `cache_dir`: where its embeddings are
@@ -46,17 +48,10 @@ class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     def __init__(self, config: BertConfig | Mapping[str, Any], teacher: str | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
-                 dropout: float | None = 0.0, teacher_precision: str | None = None, teacher_batch_size: int = 256,
-                 cache_dir: str | None = None):
+                 dropout: Dropout | None = 0.0, teacher_precision: Annotated[str, TEACHER_PRECISIONS] | None = None,
+                 teacher_batch_size: Count = 256, cache_dir: str | None = None):
         super().__init__()
         model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
-        if dropout is not None and not 0 <= dropout < 1:
-            raise ConfigError(f"task.dropout must be a probability in [0, 1) or null, got {dropout}")
-        if teacher_precision not in TEACHER_PRECISIONS:
-            raise ConfigError(f"task.teacher_precision={teacher_precision}: expected one of "
-                              f"{', '.join(map(str, TEACHER_PRECISIONS))}")
-        if teacher_batch_size < 1:
-            raise ConfigError(f"task.teacher_batch_size must be >= 1, got {teacher_batch_size}")
         teacher_width = embedding_teacher.teacher_config(teacher).hidden_size
         config = model_config.to_dict()  # saved as a plain dict: checkpoints need no bertlab class
         self.save_hyperparameters(ignore=["optimizer", "scheduler"])

@@ -7,8 +7,9 @@ from typing import Any
 import lightning as L
 import torch
 
-from bertlab.errors import BertlabError, ConfigError
+from bertlab.errors import BertlabError
 from bertlab.metrics import VALIDATION_PREFIXES
+from bertlab.value_rules import Count
 
 
 class FiniteLossGuard(L.Callback):
@@ -20,9 +21,7 @@ class FiniteLossGuard(L.Callback):
     is reported up to that many batches late — never saved.
     """
 
-    def __init__(self, check_every_n_steps: int = 50):
-        if check_every_n_steps < 1:
-            raise ConfigError(f"FiniteLossGuard.check_every_n_steps must be >= 1, got {check_every_n_steps}")
+    def __init__(self, check_every_n_steps: Count = 50):
         self.check_every_n_steps = check_every_n_steps
         self._first_bad_step: torch.Tensor | None = None  # on the device; -1 while all losses are finite
         self._batches = 0

@@ -7,7 +7,7 @@ import inspect
 import math
 import re
 from functools import partial
-from typing import Callable
+from typing import Annotated, Callable
 
 import lightning as L
 import torch
@@ -17,6 +17,7 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from bertlab.errors import ConfigError
+from bertlab.value_rules import NON_NEGATIVE, OneOf, Probability
 
 SCHEDULES = ("linear", "cosine", "constant")
 _ENCODER_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
@@ -111,22 +112,17 @@ class WarmupSchedule(LambdaLR):
         return {key: value for key, value in super().state_dict().items() if key != "total_steps"}
 
 
-def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float, warmup_steps: int | None = None,
-                    warmup_ratio: float = 0.0, schedule: str = "linear") -> WarmupSchedule:
+def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float,
+                    warmup_steps: Annotated[int, NON_NEGATIVE] | None = None, warmup_ratio: Probability = 0.0,
+                    schedule: Annotated[str, OneOf(*SCHEDULES)] = "linear") -> WarmupSchedule:
     """The WarmupSchedule of `schedule` over `total_steps`, warming up for `warmup_steps` (or `warmup_ratio`
     of `total_steps`)."""
-    if schedule not in SCHEDULES:
-        raise ConfigError(f"scheduler.schedule: unknown schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
     if not math.isfinite(total_steps) or total_steps < 1:
         raise ConfigError(f"scheduler: total training steps must be known and positive, got {total_steps} "
                           f"(set trainer.max_steps or trainer.max_epochs)")
     total_steps = int(total_steps)
-    if not 0.0 <= warmup_ratio <= 1.0:
-        raise ConfigError(f"scheduler.warmup_ratio must be in [0, 1], got {warmup_ratio!r}")
     if warmup_steps is None:
         warmup_steps = round(warmup_ratio * total_steps)
-    if warmup_steps < 0:
-        raise ConfigError(f"scheduler.warmup_steps must be >= 0, got {warmup_steps}")
     return WarmupSchedule(optimizer, total_steps, warmup_steps, schedule)
 
 

@@ -8,7 +8,7 @@ exactly as the uninterrupted one would have.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 import numpy as np
 import torch
@@ -22,14 +22,16 @@ from bertlab.flops import mlm_forward_flops
 from bertlab.lit.masking import mask_tokens, masking_generator, predicted_per_batch, predictions_per_row
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
+from bertlab.value_rules import Dropout, Interval, OneOf, Probability
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
+class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 
     `config`: the model's BertConfig (or its dict, as stored in checkpoints). `optimizer` and
@@ -52,17 +54,13 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers):
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
-                 nsp: bool = False, mlm_probability: float = 0.15, mask_replace_prob: float = 0.8,
-                 random_replace_prob: float = 0.1, special_token_ids: Sequence[int] = (), seed: int = 0,
-                 compile: bool = False, unigram_output_bias: bool = True, dropout: float | None = None,
-                 static_masking: bool = False, compile_mode: str | None = None):
+                 nsp: bool = False, mlm_probability: Annotated[float, Interval("(0, 1)")] = 0.15,
+                 mask_replace_prob: Probability = 0.8, random_replace_prob: Probability = 0.1,
+                 special_token_ids: Sequence[int] = (), seed: int = 0, compile: bool = False,
+                 unigram_output_bias: bool = True, dropout: Dropout | None = None, static_masking: bool = False,
+                 compile_mode: Annotated[str, OneOf(*COMPILE_MODES)] | None = None):
         super().__init__()
-        model_config = checked_model_config(config, mask_token_id, seed, dropout)
-        if compile_mode is not None and compile_mode not in COMPILE_MODES:
-            raise ConfigError(f"task.compile_mode must be null or one of {', '.join(COMPILE_MODES)}, "
-                              f"got {compile_mode!r}")
-        if compile_mode is not None and not compile:
-            raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
+        model_config = checked_model_config(config, mask_token_id)
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
         config = model_config.to_dict()
         special_token_ids = [int(token) for token in special_token_ids]
@@ -196,17 +194,11 @@ def validation_set(trainer, dataloader_idx: int) -> str:
     return list(loaders)[dataloader_idx] if isinstance(loaders, Mapping) else VALIDATION
 
 
-def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int, seed: int,
-                         dropout: float | None) -> BertConfig:
-    """A pretraining module's BertConfig (checkpoints store it as a dict), once its mask token, masking
-    seed and pretraining dropout are known to fit."""
+def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int) -> BertConfig:
+    """A pretraining module's BertConfig (checkpoints store it as a dict), once its mask token is known to fit."""
     model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
     if not 0 <= mask_token_id < model_config.vocab_size:
         raise ConfigError(f"mask_token_id {mask_token_id} is outside the vocabulary (size {model_config.vocab_size})")
-    if seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed}")
-    if dropout is not None and not 0 <= dropout < 1:
-        raise ConfigError(f"task.dropout must be a probability in [0, 1) or null, got {dropout}")
     return model_config
 
 

@@ -18,6 +18,7 @@ from tokenizers import Tokenizer
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
+from bertlab.value_rules import NonNegative
 
 
 class ExportPretrained(L.Callback):
@@ -68,7 +69,7 @@ class MetricsArtifacts(L.Callback):
     at most every `plot_every_seconds` during fit (the first validation's always, the end's always):
     drawing it takes ~0.4 s, longer than a small model's validation."""
 
-    def __init__(self, dirpath: str | None = None, plot_every_seconds: float = 60.0):
+    def __init__(self, dirpath: str | None = None, plot_every_seconds: NonNegative = 60.0):
         self.dirpath = dirpath
         self.plot_every_seconds = plot_every_seconds
         self._plotted_at = -math.inf

@@ -12,6 +12,7 @@ from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities import rank_zero_only
 
 from bertlab.flops import dense_bf16_peak_flops
+from bertlab.value_rules import Positive
 
 
 def _sequences(batch: dict[str, torch.Tensor]) -> int:
@@ -39,7 +40,7 @@ class TokenThroughputMonitor(ThroughputMonitor):
     monitor's own `_compute` does; tests/lit/test_model_flops.py pins what that gives.
     """
 
-    def __init__(self, peak_flops: float | None = None, **kwargs: Any):
+    def __init__(self, peak_flops: Positive | None = None, **kwargs: Any):
         super().__init__(batch_size_fn=_sequences, length_fn=_tokens, **kwargs)
         self.peak_flops = peak_flops
         self._unclocked_flops: dict[RunningStage, float] = {}

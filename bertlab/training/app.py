@@ -33,9 +33,10 @@ from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.recipe_files import recipe_names, recipe_text
 from bertlab.training import run_folder, schema
 from bertlab.training.extras import missing_plugin_message
-from bertlab.training.preflight import (Stop, check_output_folder, format_value, jobs_run_here, launch_state,
-                                       raise_job_refusal)
+from bertlab.training.preflight import Stop, jobs_run_here, launch_state, raise_job_refusal
 from bertlab.training.run_folder import is_rank_zero
+from bertlab.training.run_folder_checks import check_output_folder
+from bertlab.value_rules import format_value
 
 CONFIG_MODULE = "bertlab.conf"
 # Hydra's flags, and those of them that take a value: bertlab takes them anywhere on the command

@@ -12,8 +12,9 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.errors import ConfigError
 from bertlab.training.glue import GLUE_CSV, finished, job_configs
 from bertlab.training.glue_report import write_glue_table
-from bertlab.training.preflight import format_value, refusing
+from bertlab.training.preflight import refusing
 from bertlab.training.sweeps import run_overrides
+from bertlab.value_rules import format_value
 
 
 def job_settings(overrides: list[str], folder_keys: set[str]) -> dict[str, Any]:

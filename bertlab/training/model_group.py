@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.config import RUNTIME_SWITCHES, BertConfig
-from bertlab.errors import CheckpointError
+from bertlab.config import RUNTIME_SWITCHES, VARIANT_KEYS, BertConfig
+from bertlab.errors import CheckpointError, ConfigError
 from bertlab.presets import CHECKPOINT_KEYS
-from bertlab.training.preflight import overridden_keys
+from bertlab.training.checks.values import overridden_keys
 
 DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
+# Keys of the model group that define the architecture: with `init_from` they come from the
+# checkpoint's config.json, so an override of one of them cannot take effect.
+ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
+                     "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act",
+                     *VARIANT_KEYS)
 
 
 def model_config(model_cfg: DictConfig, **values) -> BertConfig:
@@ -22,13 +29,44 @@ def model_config(model_cfg: DictConfig, **values) -> BertConfig:
     return BertConfig.from_dict(fields)
 
 
-def init_from_overrides(model_cfg: DictConfig) -> dict:
+def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | None = None) -> dict:
     """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches,
-    and the dropout probabilities the command line set. Its architecture keys come from the
-    checkpoint (overriding one is refused by bertlab.training.preflight)."""
-    overridden = overridden_keys(HydraConfig.get().overrides.task)
+    and the dropout probabilities the command line set (`overridden`: the keys it set, by default those
+    of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
+    by `check_init_from`)."""
+    if overridden is None:
+        overridden = overridden_keys(HydraConfig.get().overrides.task)
     chosen = [*RUNTIME_SWITCHES, *(key for key in DROPOUT_KEYS if f"model.{key}" in overridden)]
     return {key: model_cfg[key] for key in chosen if key in model_cfg}
+
+
+def check_model(config: DictConfig) -> None:
+    """The group's values make a model BertConfig accepts (sizes, divisibility, memory: BertConfig's checks
+    are the group's rule, bertlab.value_rules.CheckedBy), before any data is prepared. With `init_from`, see
+    `check_loaded_model`."""
+    if not config.model.init_from:
+        model_config(config.model, vocab_size=OmegaConf.select(config, "tokenizer.vocab_size", default=None) or 30522)
+
+
+def check_loaded_model(config: DictConfig, overridden: Collection[str]) -> None:
+    """With `init_from`, the checkpoint's config with the values the group changes in it, once the checkpoint
+    is known to exist and fit."""
+    if config.model.init_from:
+        BertConfig.from_dict({**BertConfig.from_json_file(config.model.init_from).to_dict(),
+                              **init_from_overrides(config.model, overridden)})
+
+
+def check_init_from(config: DictConfig, overridden: Collection[str]) -> None:
+    """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint."""
+    if not OmegaConf.select(config, "model.init_from"):
+        return
+    conflicts = [key for key in overridden
+                 if key == "model" or key == "tokenizer.vocab_size"
+                 or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
+    if conflicts:
+        raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
+                          f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
+                          f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
 
 
 def check_vocabulary(tokenizer, config: BertConfig, tokenizer_source: str) -> None:

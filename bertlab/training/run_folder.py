@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.errors import CheckpointError
 from bertlab.hf_format import write_atomically
 from bertlab.lit.checkpoints import RunCheckpoint
+from bertlab.lit.saved_task import SAVED_BY
 from bertlab.metrics import METRICS_CSV
 
 log = logging.getLogger("bertlab")
@@ -111,6 +112,17 @@ def checkpoint_step(path: Path) -> int:
 def checkpoint_hyperparameters(path: Path) -> dict:
     """The hyperparameters a LightningModule saved into the checkpoint (read without the weights)."""
     return dict(torch.load(path, map_location="cpu", mmap=True, weights_only=True).get("hyper_parameters") or {})
+
+
+def checkpoint_task(path: Path) -> str:
+    """The LightningModule that saved the checkpoint (bertlab.lit.saved_task), read without the weights; for
+    a checkpoint saved before modules recorded it, told by the names of its hyperparameters."""
+    checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    if SAVED_BY in checkpoint:
+        return checkpoint[SAVED_BY]
+    saved = checkpoint.get("hyper_parameters") or {}
+    return ("PretrainingModule" if "mlm_probability" in saved else "DistillationModule" if "alpha" in saved
+            else "EmbeddingDistillationModule" if "teacher" in saved else "ClassificationModule")
 
 
 def check_checkpoint_fits(module: L.LightningModule, checkpoint: str) -> None:

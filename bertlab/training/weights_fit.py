@@ -68,7 +68,7 @@ def quietly_loaded(model_class: type, folder: str | Path, **config_overrides):
 
 def check_checkpoint_fits(folder: str | Path, what: str, allow: bool) -> None:
     """The check of `check_weights_fit` on the encoder of the checkpoint `folder`, before a run uses it
-    (bertlab.training.preflight); a folder without weights is left to the step that reads it."""
+    (bertlab.training.checks.environment); a folder without weights is left to the step that reads it."""
     weights = Path(folder) / WEIGHTS_NAME
     if weights.is_file():
         check_weights_fit(encoder_report(str(weights.parent.resolve()), weights.stat().st_mtime_ns), what, allow)

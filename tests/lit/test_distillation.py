@@ -318,10 +318,6 @@ def test_distillation_settings_that_cannot_work_are_refused(runs, tmp_path):
     (tmp_path / "mlm" / "model.safetensors").unlink()
     with pytest.raises(CheckpointError, match=f"^task.teacher={tmp_path}/mlm: no readable model.safetensors"):
         student(teacher=str(tmp_path / "mlm"))
-    with pytest.raises(ConfigError, match=r"^task.alpha=1.5: must be in \[0, 1\]$"):
-        student(teacher=teacher, alpha=1.5)
-    with pytest.raises(ConfigError, match=r"^task.temperature=0: must be in \(0, inf\)$"):
-        student(teacher=teacher, temperature=0)
     with pytest.raises(ConfigError, match=r"^task.layer_map: \[3, 1\] names student layer 3, but the student has "
                                           r"layers 1-2$"):
         student(teacher=teacher, hidden_weight=1.0, layer_map=[[1, 1], [3, 1]])
@@ -348,8 +344,6 @@ def test_the_students_dropout_holds_for_the_run_and_its_export_keeps_the_configs
     assert json.loads((tmp_path / "config.json").read_text())["hidden_dropout_prob"] == 0.1
     exported = BertForSequenceClassification.from_pretrained(tmp_path).train()
     assert not torch.equal(exported(ids).logits, exported(ids).logits)
-    with pytest.raises(ConfigError, match=r"^task.dropout=1.0: must be in \[0, 1\)$"):
-        student(teacher=str(runs["teacher"]), dropout=1.0)
 
 
 def test_uniform_layer_map_spreads_the_student_over_the_teacher():

@@ -14,7 +14,7 @@ from lightning.pytorch import Callback
 from bertlab.flops import mlm_forward_flops
 from bertlab.lit.run_artifacts import MetricsArtifacts
 from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
 from bertlab.lit import PretrainingModule
 from bertlab.model import BertForMaskedLM
 from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_weights, pretraining_batch,
@@ -106,8 +106,6 @@ def test_pretraining_dropout_holds_for_the_run_and_the_checkpoint_keeps_the_mode
     module.model.save_pretrained(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text())["attention_probs_dropout_prob"] == 0.3
     assert not torch.equal(*two_training_forwards(BertForMaskedLM.from_pretrained(tmp_path)))
-    with pytest.raises(ConfigError, match="task.dropout"):
-        pretraining_module(dropout=1.0)
 
 
 def test_pretraining_with_next_sentence_prediction_logs_its_losses_and_accuracy(tmp_path):
@@ -242,13 +240,6 @@ def test_a_batch_without_attention_mask_trains_as_one_whose_mask_is_all_ones(tmp
     assert not torch.equal(trained[True][name], initial[True][name])
     for name, value in trained[True].items():
         torch.testing.assert_close(trained[False][name], value, msg=name)
-
-
-def test_compile_mode_needs_compile_and_one_of_torch_compiles_modes():
-    with pytest.raises(ConfigError, match="task.compile_mode=reduce-overhead needs task.compile=true"):
-        pretraining_module(compile_mode="reduce-overhead")
-    with pytest.raises(ConfigError, match="task.compile_mode must be null or one of default, reduce-overhead"):
-        pretraining_module(compile=True, compile_mode="fast")
 
 
 def test_cuda_graph_replays_start_a_new_generation_at_each_batch(monkeypatch):

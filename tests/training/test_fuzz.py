@@ -21,8 +21,10 @@ from bertlab.errors import BertlabError
 from bertlab.hf_format import read_weights
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.app import register_configs, user_error
-from bertlab.training.preflight import check
-from bertlab.training.ranges import RULES
+from bertlab.training.checks.before_run import check
+from bertlab.training.checks.values import declarations
+from bertlab.training.schema import SCHEMAS
+from tests.training.shipped_configs import composed_trees
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JSON_VALUES = st.recursive(
@@ -94,7 +96,15 @@ def test_safetensors_header_loads_or_is_one_line_error(header, data, declared_le
         assert_one_line(error)
 
 
-OVERRIDE_KEYS = sorted(key for key in RULES if not key.startswith("callbacks.")) + ["model.init_from", "resume"]
+def ranged_keys() -> list[str]:
+    """The keys of the shipped configs with a declared range or choices (bertlab.value_rules), but the callbacks'."""
+    keys = {declaration.key for name, tree in composed_trees() for declaration in declarations(tree, SCHEMAS[name])
+            if declaration.rules}
+    return sorted(key for key in keys if not key.startswith("callbacks."))
+
+
+# Drawn inside the test, where the config module is initialised.
+OVERRIDE_KEYS = st.deferred(lambda: st.sampled_from([*ranged_keys(), "model.init_from", "resume"]))
 OVERRIDE_VALUES = (st.integers(-10**12, 10**12).map(str) | st.floats(allow_nan=False).map(repr)
                    | st.sampled_from(["abc", "null", "true", "[1,2]", "{a: 1}", "''", "-0.5", "1e400", "/no/such"]))
 
@@ -110,7 +120,7 @@ def config_module():
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(OVERRIDE_KEYS), OVERRIDE_VALUES), min_size=1, max_size=3),
+@given(st.lists(st.tuples(OVERRIDE_KEYS, OVERRIDE_VALUES), min_size=1, max_size=3),
        st.sampled_from(["train", "fine_tune"]))
 def test_command_line_overrides_compose_or_are_one_line_error(config_module, tmp_path, overrides, command):
     lines = [f"{key}={value}" for key, value in overrides] + [f"hydra.run.dir={tmp_path}/run"]

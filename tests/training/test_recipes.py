@@ -13,7 +13,7 @@ from bertlab.errors import ConfigError
 from bertlab.recipe_files import recipe_names
 from bertlab.training.app import register_configs
 from bertlab.training.model_group import model_config
-from bertlab.training.preflight import check_known_keys
+from bertlab.training.checks.known_keys import check_known_keys
 from bertlab.training.schema import SCHEMAS
 
 PRIMARY = {"train": "train", "fine-tune": "fine_tune"}

@@ -13,9 +13,11 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
-from bertlab.training import preflight, run_folder
+from bertlab.lit.saved_task import SAVED_BY
 from bertlab.presets import model_preset
+from bertlab.training import model_group, run_folder, run_folder_checks
 from bertlab.training.app import flags_first, register_configs
+from bertlab.training.checks import values
 from bertlab.training.model_group import model_config
 
 
@@ -46,23 +48,23 @@ def test_model_preset_is_the_model_group_file():
 
 
 def test_overridden_keys_from_hydras_record():
-    assert preflight.overridden_keys(["+recipe=x", "model.hidden_size=3", "~foo", "++a.b=1"]) == [
+    assert values.overridden_keys(["+recipe=x", "model.hidden_size=3", "~foo", "++a.b=1"]) == [
         "recipe", "model.hidden_size", "foo", "a.b"]
 
 
 def test_values_are_checked_against_the_arguments_of_their_target(compose_config):
-    preflight.check_target_argument(compose_config("train", "trainer.devices=auto"), "trainer.devices")
+    values.check_target_argument(compose_config("train", "trainer.devices=auto"), "trainer.devices")
     with pytest.raises(ConfigError, match=r"trainer.max_steps='abc': expected int \(argument 'max_steps' of "
                                           r"lightning.pytorch.Trainer\), got str"):
-        preflight.check_target_argument(compose_config("train", "trainer.max_steps=abc"), "trainer.max_steps")
+        values.check_target_argument(compose_config("train", "trainer.max_steps=abc"), "trainer.max_steps")
 
 
 def test_an_output_folder_below_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
-    preflight.check_output_folder(tmp_path / "new" / "run")
+    run_folder_checks.check_output_folder(tmp_path / "new" / "run")
     with pytest.raises(ConfigError, match=f"output folder {tmp_path}/file/run cannot be created: "
                                           f"{tmp_path}/file is not a folder"):
-        preflight.check_output_folder(tmp_path / "file" / "run")
+        run_folder_checks.check_output_folder(tmp_path / "file" / "run")
 
 
 @pytest.mark.parametrize("override, key", [("model.num_hidden_layers=4", "model.num_hidden_layers"),
@@ -71,24 +73,24 @@ def test_an_output_folder_below_a_file_is_refused(tmp_path):
 def test_init_from_refuses_architecture_overrides_naming_both_keys(compose_config, override, key):
     config = compose_config("fine_tune", "model.init_from=/some/checkpoint", override)
     with pytest.raises(ConfigError, match=f"^{key} cannot change a model loaded with model.init_from=/some/checkpoint"):
-        preflight.check_init_from(config, preflight.overridden_keys(config.hydra.overrides.task))
+        model_group.check_init_from(config, values.overridden_keys(config.hydra.overrides.task))
 
 
 def test_init_from_takes_dropout_and_run_time_switches(compose_config):
     config = compose_config("fine_tune", "model.init_from=/some/checkpoint", "model.hidden_dropout_prob=0.3",
                             "model.gradient_checkpointing=true")
-    preflight.check_init_from(config, preflight.overridden_keys(config.hydra.overrides.task))
+    model_group.check_init_from(config, values.overridden_keys(config.hydra.overrides.task))
 
 
 def test_the_run_folder_of_a_finished_run_is_refused_unless_resumed(tmp_path):
-    preflight.check_run_folder(tmp_path / "new", None)
+    run_folder_checks.check_run_folder(tmp_path / "new", None)
     (tmp_path / "config.yaml").write_text("")  # a failed start left only its config: not a run's results
-    preflight.check_run_folder(tmp_path, None)
+    run_folder_checks.check_run_folder(tmp_path, None)
     (tmp_path / "metrics.csv").write_text("step\n")
     with pytest.raises(ConfigError, match="already holds a run \\(metrics.csv\\)"):
-        preflight.check_run_folder(tmp_path, None)
-    preflight.check_run_folder(tmp_path, "auto")
-    preflight.check_run_folder(tmp_path, str(tmp_path / "lightning_checkpoints" / "last.ckpt"))
+        run_folder_checks.check_run_folder(tmp_path, None)
+    run_folder_checks.check_run_folder(tmp_path, "auto")
+    run_folder_checks.check_run_folder(tmp_path, str(tmp_path / "lightning_checkpoints" / "last.ckpt"))
 
 
 def save_checkpoint(path: Path, step: int) -> Path:
@@ -106,6 +108,16 @@ def test_resume_path_finds_the_checkpoint_to_start_from(tmp_path):
     with pytest.raises(CheckpointError, match=f"resume='{tmp_path}/none.ckpt': no checkpoint at {tmp_path}/none.ckpt"):
         run_folder.resume_path(str(tmp_path / "none.ckpt"), tmp_path)
     assert run_folder.checkpoint_hyperparameters(last) == {"mlm_probability": 0.15}
+
+
+def test_the_task_of_a_checkpoint_is_the_one_it_recorded_or_told_by_its_hyperparameters(tmp_path):
+    torch.save({"global_step": 1, "hyper_parameters": {"mlm_probability": 0.15}, SAVED_BY: "DistillationModule"},
+               tmp_path / "recorded.ckpt")
+    assert run_folder.checkpoint_task(tmp_path / "recorded.ckpt") == "DistillationModule"
+    for hyperparameters, task in (({"mlm_probability": 0.15}, "PretrainingModule"), ({"alpha": 0.9}, "DistillationModule"),
+                                  ({"teacher": "t"}, "EmbeddingDistillationModule"), ({}, "ClassificationModule")):
+        torch.save({"global_step": 1, "hyper_parameters": hyperparameters}, tmp_path / "older.ckpt")
+        assert run_folder.checkpoint_task(tmp_path / "older.ckpt") == task
 
 
 def test_the_newest_checkpoint_is_the_highest_step_and_last_on_a_tie(tmp_path):

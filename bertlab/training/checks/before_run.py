@@ -1,0 +1,49 @@
+"""`check`: everything about a composed config that can be known before a run starts, in the order it is
+checked. Hydra's schema checks (bertlab.training.schema) have already run during composition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from bertlab.training import budget, extras
+from bertlab.training.checks import combinations, environment
+from bertlab.training.checks.known_keys import check_known_keys, check_model_keys
+from bertlab.training.checks.values import check_tokenizer_options, check_values, overridden_keys
+from bertlab.training.model_group import check_init_from, check_loaded_model, check_model
+from bertlab.training.requirements import check_requirements
+from bertlab.training.run_folder import is_rank_zero
+from bertlab.training.run_folder_checks import check_output_folder, check_resume, check_run_folder
+from bertlab.training.schema import SCHEMAS
+
+
+def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:
+    """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
+    (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
+    combinations.check_command(config)
+    extras.check_logger_packages(config)
+    check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
+    check_model_keys(config)
+    check_model(config)
+    overridden = overridden_keys(config.hydra.overrides.task)
+    check_values(config, overridden)
+    check_init_from(config, overridden)
+    check_requirements(config, overridden)
+    environment.check_accelerator(config)
+    environment.check_search_space(config)
+    environment.check_checkpoints(config)
+    check_loaded_model(config, overridden)
+    combinations.check_transfer(config)
+    combinations.check_embedding_student(config)
+    combinations.check_copy_pairs(config)
+    combinations.check_compile_mode(config)
+    check_tokenizer_options(config)
+    budget.check_overrides(config, overridden)
+    if run_dir is None:
+        return
+    if new_run:
+        check_output_folder(run_dir)
+        if is_rank_zero():  # the other ranks of a run write into the folder rank 0 made
+            check_run_folder(Path(run_dir), config.resume)
+    check_resume(config, Path(run_dir))

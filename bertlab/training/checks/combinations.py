@@ -1,0 +1,47 @@
+"""The rules between config keys: each value may be fine on its own and still not go with another."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import ConfigError
+
+
+def check_command(config: DictConfig) -> None:
+    """A recipe names the command it is for."""
+    command = config.hydra.job.config_name.replace("_", "-")
+    if config.get("command", command) != command:
+        raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
+
+
+def check_transfer(config: DictConfig) -> None:
+    """A transfer set's rows have no gold label: only a distillation's teacher can label them."""
+    transfer = OmegaConf.select(config, "data.transfer", default=None)
+    if not transfer or not any(transfer.get(key) for key in ("copies", "joined", "unlabelled")):
+        return
+    if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
+        raise ConfigError("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
+                          "(or +recipe=sst2_distill), or set data.transfer.copies=0, data.transfer.joined=0 "
+                          "and data.transfer.unlabelled=null")
+
+
+def check_embedding_student(config: DictConfig) -> None:
+    """A sentence-embedding distillation trains a pretrained student: it has no architecture of its own."""
+    if str(OmegaConf.select(config, "task._target_", default="")).endswith(".EmbeddingDistillationModule") \
+            and not OmegaConf.select(config, "model.init_from"):
+        raise ConfigError("model.init_from is not set: sentence-embedding distillation trains a pretrained student; "
+                          "point it at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
+                          "(python -m bertlab train +recipe=mlm_tiny_wiki)")
+
+
+def check_copy_pairs(config: DictConfig) -> None:
+    copy_pair_prob = OmegaConf.select(config, "data.copy_pair_prob", default=None)
+    if copy_pair_prob and OmegaConf.select(config, "task.nsp", default=False):
+        raise ConfigError(f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment is "
+                          f"neither the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
+
+
+def check_compile_mode(config: DictConfig) -> None:
+    compile_mode = OmegaConf.select(config, "task.compile_mode", default=None)
+    if compile_mode is not None and not OmegaConf.select(config, "task.compile", default=False):
+        raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")

@@ -1,0 +1,53 @@
+"""What a run needs of its surroundings: a GPU where it asks for one, search spaces the Optuna plugin
+accepts, and checkpoints whose encoders fit (bertlab.training.weights_fit)."""
+
+from __future__ import annotations
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import ConfigError
+from bertlab.training.weights_fit import check_checkpoint_fits
+
+# The checkpoints a run loads weights from: their encoders must fit.
+LOADED_CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
+
+
+def check_accelerator(config: DictConfig) -> None:
+    """A GPU run on a machine without one is refused here, not by Lightning inside the Trainer's construction."""
+    accelerator = OmegaConf.select(config, "trainer.accelerator", default=None)
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"trainer.accelerator={accelerator}: this machine has no GPU that torch can use "
+                          f"(torch.cuda.is_available() is False); use trainer=cpu, or run on a GPU machine")
+
+
+def check_search_space(config: DictConfig) -> None:
+    """Each search space of an Optuna sweep (hydra.sweeper.params, and sweeps on the command line) is
+    one Optuna accepts: `tag(log, interval(0, 1e-3))` is refused here naming its key."""
+    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None)
+    if sweeper is None or "optuna" not in str(sweeper.get("_target_", "")).lower():
+        return
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
+
+    parser = OverridesParser.create()
+    spaces = [f"{key}={value}" for key, value in (OmegaConf.to_container(sweeper, resolve=False).get("params")
+                                                  or {}).items()]
+    for text in [*spaces, *config.hydra.overrides.task]:
+        override = parser.parse_override(text)
+        if not override.is_sweep_override():
+            continue
+        try:
+            create_optuna_distribution_from_override(override)
+        except Exception as error:  # the plugin and Optuna raise ValueError, TypeError, NotImplementedError
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ConfigError(f"{text}: not a search space Optuna accepts ({reason}); e.g. "
+                              f"{override.key_or_group}=tag(log, interval(1e-5, 1e-3)) or choice(16, 32)") from None
+
+
+def check_checkpoints(config: DictConfig) -> None:
+    """The encoder of every checkpoint the run will load fits, before any folder or data is made."""
+    allow = bool(OmegaConf.select(config, "model.allow_reinitialised", default=False))
+    for key in LOADED_CHECKPOINT_KEYS:
+        if folder := OmegaConf.select(config, key, default=None):
+            check_checkpoint_fits(folder, f"{key}={folder}", allow)

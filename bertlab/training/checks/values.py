@@ -1,0 +1,229 @@
+"""The one checker of config values. Each key of a composed config has one declaration: the annotation of
+what takes its value (bertlab.value_rules) — an argument of the `_target_` its group builds, a field of the
+command's schema, of the tokenizer group's or of a settings dataclass an argument names (`data.transfer`:
+TransferSettings); for the arguments of other libraries' classes, the type of their annotation and the
+range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, which
+checks them itself (their rule is CheckedBy: bertlab.training.model_group.check_model).
+
+Every value is checked against its range or choices; a value the command line set for a `_target_`'s
+argument also against its type (Hydra's schemas type the other keys while composing).
+tests/training/test_key_rules.py walks `declarations` of every shipped config: each key has exactly one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import types
+import typing
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from bertlab.errors import ConfigError
+from bertlab.tokenizer import WordPieceOptions
+from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
+from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
+from bertlab.value_rules import OneOf, Rule, format_value, metadata, rules
+
+NOT_JUDGED = object()  # no annotation the checks can judge
+HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
+GROUP_SCHEMAS = {"model": ModelSchema, "tokenizer": TokenizerSchema}  # the groups Hydra's schemas type
+NAMED_SPECS = ("callbacks", "logger")  # groups of named `_target_` nodes, each null to leave it out
+# Keys of groups without a `_target_` or schema that bertlab's code reads (the others are read through
+# interpolations, `${paths.data_dir}`): the GLUE task's record and the paths.
+READ_BY_CODE = {"glue.task": str, "glue.metrics": list[str], "paths.data_dir": str | None, "paths.output_dir": str,
+                "paths.run_dir": str}
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What declares the values of config key `key`: the annotation of its `taker` and the rules of its
+    range or choices (one at most). `value` as composed, interpolations unresolved."""
+    key: str
+    value: Any
+    taker: str
+    annotation: Any = NOT_JUDGED
+    rules: tuple[Rule, ...] = ()
+
+
+def overridden_keys(overrides: Sequence[str]) -> list[str]:
+    """The config keys (or groups) the command line set, from Hydra's record of its overrides."""
+    return [override.split("=", 1)[0].lstrip("+~") for override in overrides]
+
+
+def check_values(config: DictConfig, overridden: Collection[str]) -> None:
+    """Every value against its range or choices, then each value the command line set for a `_target_`'s
+    argument against its type."""
+    tree = OmegaConf.to_container(config, resolve=False)
+    tree.pop("hydra", None)
+    for declaration in declarations(tree, SCHEMAS[config.hydra.job.config_name]):
+        value = declaration.value
+        if declaration.rules and isinstance(value, str) and "${" in value:
+            value = OmegaConf.select(config, declaration.key, default=None)  # as its taker will get it
+        check_rules(declaration.key, value, declaration.rules)
+    for key in overridden:
+        check_target_argument(config, key)
+
+
+def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
+    """ConfigError when `value` of `key` (not null) breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
+    for rule in rules_:
+        if value is not None and (problem := rule.violation(value)):
+            raise ConfigError(f"{key}={format_value(value)}: {problem}")
+
+
+def check_target_argument(config: DictConfig, key: str) -> None:
+    """A value set on the command line for an argument of a `_target_` (trainer, data, optimizer, …)
+    must fit that argument's annotation: `trainer.devices=auto` passes (int | str | list),
+    `trainer.max_steps=abc` does not (int). Null, interpolations and declared choices are not judged."""
+    parent_key, _, name = key.rpartition(".")
+    parent = OmegaConf.select(config, parent_key) if parent_key else None
+    if not isinstance(parent, DictConfig) or name not in parent or not isinstance(parent.get("_target_"), str):
+        return
+    expected, rules_ = argument_declaration(parent._target_, name)
+    value = OmegaConf.to_container(parent, resolve=False)[name]
+    if expected is NOT_JUDGED or isinstance(expected, str) or any(isinstance(rule, OneOf) and value in rule
+                                                                  for rule in rules_):
+        return
+    if not accepts(expected, value):
+        raise ConfigError(f"{key}={format_value(value)}: expected {type_name(expected)} "
+                          f"(argument {name!r} of {parent._target_}), got {type(value).__name__}")
+
+
+def check_tokenizer_options(config: DictConfig) -> None:
+    """The tokenizer group's training options, as `WordPieceOptions` checks them (a never-split token with spaces)."""
+    if (tokenizer := OmegaConf.select(config, "tokenizer", default=None)) is not None:
+        WordPieceOptions(**{option.name: tokenizer[option.name] for option in dataclasses.fields(WordPieceOptions)})
+
+
+def declarations(tree: dict, schema: type) -> Iterator[Declaration]:
+    """The declaration of each leaf key of a composed config (`tree`, its container without `hydra`, and
+    the command's `schema`); a key that nothing declares has neither annotation nor rules."""
+    hints = typing.get_type_hints(schema, include_extras=True)
+    for name, value in tree.items():
+        if name in GROUP_SCHEMAS and isinstance(value, dict):
+            yield from field_declarations(name, value, GROUP_SCHEMAS[name])
+        elif isinstance(value, dict) and hints.get(name) in (Any, typing.Optional[Any]):  # a group
+            yield from group_declarations(name, value)
+        else:
+            annotation = hints.get(name, NOT_JUDGED)
+            yield Declaration(name, value, f"field {name!r} of {schema.__name__}", annotation, rules(annotation))
+
+
+def field_declarations(prefix: str, node: dict, fields_of: type) -> Iterator[Declaration]:
+    hints = typing.get_type_hints(fields_of, include_extras=True)
+    for name, value in node.items():
+        annotation = hints.get(name, NOT_JUDGED)
+        yield Declaration(f"{prefix}.{name}", value, f"field {name!r} of {fields_of.__qualname__}", annotation,
+                          rules(annotation))
+
+
+def group_declarations(prefix: str, node: dict) -> Iterator[Declaration]:
+    target = node.get("_target_")
+    for name, value in node.items():
+        key = f"{prefix}.{name}"
+        if name in HYDRA_KEYS:
+            continue
+        if isinstance(value, dict) and "_target_" in value:
+            yield from group_declarations(key, value)
+        elif isinstance(target, str):
+            annotation, rules_ = argument_declaration(target, name)
+            settings = next((item for item in metadata(annotation) if isinstance(item, type)
+                             and dataclasses.is_dataclass(item)), None)  # whose fields are the mapping's keys
+            if settings is not None and isinstance(value, dict):
+                yield from field_declarations(key, value, settings)
+            else:
+                yield Declaration(key, value, f"argument {name!r} of {target}", annotation, rules_)
+        elif prefix in NAMED_SPECS and value is None:
+            yield Declaration(key, value, f"an entry of the {prefix} group, null: left out", Mapping | None)
+        elif isinstance(value, dict):
+            yield from group_declarations(key, value)
+        elif key in READ_BY_CODE:
+            yield Declaration(key, value, "bertlab's code", READ_BY_CODE[key])
+        else:
+            yield Declaration(key, value, "nothing")
+
+
+@functools.lru_cache(maxsize=None)
+def argument_declaration(target: str, name: str) -> tuple[Any, tuple[Rule, ...]]:
+    """The annotation of the argument `name` of the class or function `target` (for a class, of the first
+    `__init__` up its MRO that names it) and its rules: those in the annotation and in LIBRARY_ARGUMENTS.
+    An annotation that cannot be evaluated stays its text; NOT_JUDGED where there is none."""
+    module_name, _, attribute = target.rpartition(".")
+    try:
+        taker = getattr(importlib.import_module(module_name), attribute)
+    except Exception:  # an unimportable target is reported when it is instantiated
+        return NOT_JUDGED, ()
+    owners = inspect.getmro(taker) if inspect.isclass(taker) else (taker,)
+    annotation = NOT_JUDGED
+    for owner in owners:
+        function = vars(owner).get("__init__") if inspect.isclass(owner) else owner
+        if function is not None and name in (parameters := signature_parameters(function)):
+            annotation = parameter_annotation(function, parameters[name])
+            break
+    library = tuple(LIBRARY_ARGUMENTS[owner][name] for owner in owners if name in LIBRARY_ARGUMENTS.get(owner, {}))
+    return annotation, rules(annotation) + library[:1]
+
+
+def signature_parameters(function: Any) -> Mapping[str, inspect.Parameter]:
+    try:
+        return inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return {}
+
+
+def parameter_annotation(function: Any, parameter: inspect.Parameter) -> Any:
+    if parameter.annotation is inspect.Parameter.empty:
+        return NOT_JUDGED
+    try:
+        return typing.get_type_hints(function, include_extras=True)[parameter.name]
+    except Exception:  # a name only imported for type checkers
+        return parameter.annotation
+
+
+def accepts(expected: Any, value: Any) -> bool:
+    if value is None or (isinstance(value, str) and "${" in value):
+        return True
+    origin = typing.get_origin(expected)
+    if origin is Annotated:
+        return accepts(typing.get_args(expected)[0], value)
+    if origin in (typing.Union, types.UnionType):
+        return any(accepts(option, value) for option in typing.get_args(expected))
+    if origin is typing.Literal:
+        return value in typing.get_args(expected)
+    if expected is typing.Any:
+        return True
+    if expected is type(None):
+        return False
+    expected = origin or expected
+    if expected is bool:
+        return isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is str:
+        return isinstance(value, str)
+    if inspect.isclass(expected) and issubclass(expected, Mapping):
+        return isinstance(value, dict)
+    if inspect.isclass(expected) and issubclass(expected, Sequence):
+        return isinstance(value, list)
+    return True  # other classes (paths, callbacks, tensors…): the target judges them
+
+
+def type_name(expected: Any) -> str:
+    origin = typing.get_origin(expected)
+    if origin is Annotated:
+        return type_name(typing.get_args(expected)[0])
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(option) for option in typing.get_args(expected))
+    if origin is typing.Literal:
+        return " or ".join(format_value(option) for option in typing.get_args(expected))
+    if expected is type(None):
+        return "null"
+    return getattr(expected, "__name__", None) or str(expected).replace("typing.", "")
