@@ -22,7 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from bertlab.hf_format import PretrainedMixin
-from bertlab.config import POSITION_TABLE_TYPES, RELATIVE_POSITION_TYPES, BertConfig
+from bertlab.config import POSITION_TABLE_TYPES, BertConfig
 from bertlab.dropout import Dropout, dropout
 from bertlab.errors import ConfigError
 from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
