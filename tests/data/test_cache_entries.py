@@ -186,7 +186,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from tests.data.test_cache_faults import build, resolve
+    from tests.data.test_cache_entries import build, resolve
     step, n = ({module!r}, {attribute!r}), {n}
     owner, original = resolve(step)
     calls = [0]
