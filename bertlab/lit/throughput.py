@@ -37,7 +37,7 @@ class TokenThroughputMonitor(ThroughputMonitor):
     it logs (trainer.log_every_n_steps) and before a validation, so `window_size` counts logged steps.
     Lightning has no public hook for when the clock is read: this overrides the monitor's private `_start`
     and `_update` and keeps its counters, and asks `trainer._logger_connector.should_update_logs`, as the
-    monitor's own `_compute` does; tests/lit/test_model_flops.py pins what that gives.
+    monitor's own `_compute` does; tests/lit/test_throughput.py pins what that gives.
     """
 
     def __init__(self, peak_flops: Positive | None = None, **kwargs: Any):

@@ -9,7 +9,7 @@ import pytest
 from bertlab.data.classification import SELECTION_SPLIT, ClassificationDataModule
 from bertlab.data.selection import selection_size, split_selection
 from bertlab.errors import ConfigError
-from tests.data.test_classification_data import make_sentences, single_sentence_data, tokenizer_dir, write_split_files
+from tests.data.test_classification import make_sentences, single_sentence_data, tokenizer_dir, write_split_files
 
 __all__ = ["tokenizer_dir"]  # the fixture, shared
 

@@ -186,7 +186,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from tests.data.test_cache_faults import build, resolve
+    from tests.data.test_cache_entries import build, resolve
     step, n = ({module!r}, {attribute!r}), {n}
     owner, original = resolve(step)
     calls = [0]
@@ -313,32 +313,3 @@ def test_distillation_caches_left_half_written_or_damaged_are_rebuilt_bit_identi
         rebuilt = distillation_caches(classifier, cache)
         assert same(contents(rebuilt), contents(again)), n
         assert same(stored(cache), reference_files), n
-
-
-def test_a_checkpoint_save_that_runs_out_of_disk_space_leaves_the_previous_checkpoint_loadable(tmp_path,
-                                                                                              monkeypatch):
-    import errno
-
-    from bertlab.lit.checkpoints import AtomicCheckpointIO
-
-    path = tmp_path / "lightning_checkpoints" / "last.ckpt"
-    io = AtomicCheckpointIO()
-    io.save_checkpoint({"global_step": 1, "weights": torch.ones(4096)}, path)
-    good = path.read_bytes()
-    rng = random.Random(SEED)
-    original = torch.save
-    for _ in range(5):
-        offset = rng.randrange(len(good))
-
-        def disk_full(obj, file, *args, _offset=offset, **kwargs):
-            original(obj, file, *args, **kwargs)
-            with open(file, "r+b") as handle:  # what reached the disk before it was full
-                handle.truncate(_offset)
-            raise OSError(errno.ENOSPC, "No space left on device", str(file))
-
-        monkeypatch.setattr(torch, "save", disk_full)
-        with pytest.raises(OSError, match="No space left"):
-            io.save_checkpoint({"global_step": 2, "weights": torch.zeros(4096)}, path)
-        monkeypatch.undo()
-        assert path.read_bytes() == good and os.listdir(path.parent) == ["last.ckpt"]
-        assert torch.load(path, weights_only=True)["global_step"] == 1

@@ -1,11 +1,8 @@
-"""Weight selection (bertlab.weight_selection, `bertlab shrink`): selecting everything is the identity,
-selected layers compute what those layers computed, merged heads keep each source head's score, the
-residual dimensions kept are those with the largest LayerNorm scales, and the command writes a directory
-transformers loads."""
+"""Weight selection (bertlab.weight_selection): selecting everything is the identity, selected layers compute
+what those layers computed, merged heads keep each source head's score, and the residual dimensions kept are
+those with the largest LayerNorm scales (the command, `bertlab shrink`: tests/commands/test_shrink.py)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 import torch
@@ -13,9 +10,7 @@ import torch
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
-from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from bertlab.weight_selection import choose, select_weights, smaller_config
-from tests.bertlab_runs import run_in_process
 
 SOURCE = dict(vocab_size=50, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64,
               max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -104,32 +99,3 @@ def test_relative_positions_keep_the_head_width():
     smaller_config(config, layers=2, hidden=16, heads=2, intermediate=32)  # heads stay 8 wide: allowed
     with pytest.raises(ConfigError, match="heads must stay 8 wide"):
         smaller_config(config, layers=2, hidden=32, heads=2, intermediate=32)
-
-
-def test_shrink_writes_a_classifier_transformers_loads(tmp_path, capsys):
-    transformers = pytest.importorskip("transformers")
-    tokenizer = train_tokenizer(["a good film", "a bad film", "not good at all"] * 5, vocab_size=40)
-    torch.manual_seed(0)
-    config = BertConfig(**{**SOURCE, "vocab_size": tokenizer.get_vocab_size()}, id2label={0: "neg", 1: "pos"})
-    source_dir = tmp_path / "source"
-    BertForSequenceClassification(config).save_pretrained(source_dir)
-    save_tokenizer(tokenizer, source_dir)
-    output = tmp_path / "small"
-    result = run_in_process(["shrink", str(source_dir), "--layers", "2", "--hidden", "16", "--heads", "1",
-                             "--output", str(output)], capsys)
-    assert result.code == 0, result.err
-    loaded, info = transformers.BertForSequenceClassification.from_pretrained(output, output_loading_info=True)
-    assert not any(info.values()), info
-    assert (loaded.config.num_hidden_layers, loaded.config.hidden_size, loaded.config.num_attention_heads,
-            loaded.config.intermediate_size) == (2, 16, 1, 64)
-    assert loaded.config.id2label == {0: "neg", 1: "pos"}
-    record = json.loads((output / "selection.json").read_text())
-    assert record["layers"] == [1, 3] and record["parameters"] == loaded.num_parameters()
-    assert (output / "tokenizer.json").is_file()
-
-    refused = run_in_process(["shrink", str(source_dir), "--layers", "2", "--hidden", "64", "--heads", "2",
-                              "--output", str(tmp_path / "too_wide")], capsys)
-    assert refused.code == 2
-    assert refused.error_lines == [
-        "bertlab: error: bertlab shrink: hidden=64: expected 1 to the source model's 32"]
-    assert not (tmp_path / "too_wide").exists()

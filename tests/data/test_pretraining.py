@@ -1,26 +1,21 @@
+"""Pretraining data (bertlab.data.pretraining): the sequences PretrainingDataModule packs from a corpus (their
+length, format and documents, NSP pairs, copied pairs and their validation), seeded and cached, its batches and
+orders, its held-out or given validation text, and a corpus it cannot use."""
+
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pytest
 import torch
 
 from bertlab.data import pretraining
-from bertlab.data.batches import PretrainingCollator
 from bertlab.data.documents import group_documents
 from bertlab.data.pretraining import PretrainingDataModule
-from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.tokenizer import save_tokenizer, special_token_ids
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_module(source, tmp_path, **options) -> PretrainingDataModule:
@@ -45,52 +40,6 @@ def split_segments(row) -> tuple[list[int], list[int]]:
     ids, types = list(row["input_ids"]), list(row["token_type_ids"])
     first_sep = types.count(0) - 1
     return ids[1:first_sep], ids[first_sep + 1 : -1]
-
-
-# --- documents ---------------------------------------------------------------------------------
-
-
-def test_group_documents_follows_wikitext_headings_and_joins_wrapped_lines():
-    lines = [
-        " ", " = First Article = ", " ", " Intro sentence one . Intro two !", " ",
-        " = = Section = = ", " Body line .", "",
-        " = Second = ", "A hard-wrapped", "paragraph ends here. Next sentence", "continues.", "", "",
-    ]
-    assert list(group_documents(lines, wrapped_lines=True)) == [
-        ["First Article", "Intro sentence one .", "Intro two !", "Section", "Body line ."],
-        ["Second", "A hard-wrapped paragraph ends here.", "Next sentence continues."],
-    ]
-
-
-def test_group_documents_takes_each_line_as_a_paragraph_by_default(monkeypatch):
-    monkeypatch.setattr("bertlab.data.documents.MAX_DOCUMENT_CHARS", 30)
-    lines = ["First paragraph, one line", "then a line of twenty. Second", "Third is short."]
-    assert list(group_documents(lines)) == [
-        ["First paragraph, one line", "then a line of twenty.", "Second"],
-        ["Third is short."],
-    ]
-    assert list(group_documents(lines, wrapped_lines=True)) == [
-        ["First paragraph, one line then a line of twenty.", "Second Third is short."],
-    ]
-
-
-def test_group_documents_cuts_books_at_paragraph_boundaries(monkeypatch):
-    monkeypatch.setattr("bertlab.data.documents.MAX_DOCUMENT_CHARS", 30)
-    paragraph = ["Twenty characters in", "two lines here."]  # 36 characters once joined
-    assert list(group_documents([*paragraph, "", *paragraph, "", "Short."], wrapped_lines=True)) == [
-        ["Twenty characters in two lines here."],
-        ["Twenty characters in two lines here."],
-        ["Short."],
-    ]
-
-
-def test_group_documents_yields_each_document_before_reading_further():
-    def lines():
-        yield from [" = First = ", "Some text ."]
-        yield " = Second = "
-        raise AssertionError("read past the line that ends the first document")
-
-    assert next(group_documents(lines())) == ["First", "Some text ."]
 
 
 # --- sequences ---------------------------------------------------------------------------------
@@ -289,26 +238,6 @@ def test_batches_are_padded_with_masks_and_word_ids(tiny_corpus, tmp_path):
                 assert (word_ids[position] == word_ids[position - 1]) == continues
 
 
-def test_collator_finds_specials_by_position_not_by_id():
-    collate = PretrainingCollator(pad_token_id=0)
-    rows = [
-        {"input_ids": np.array([2, 9, 3, 8, 3]), "token_type_ids": np.array([0, 0, 0, 1, 1])},
-        {"input_ids": np.array([2, 3, 3]), "token_type_ids": np.array([0, 0, 0])},  # literal [SEP] text token
-    ]
-    batch = collate(rows)
-    assert batch["input_ids"].tolist() == [[2, 9, 3, 8, 3], [2, 3, 3, 0, 0]]
-    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
-    assert batch["special_tokens_mask"].tolist() == [[True, False, True, False, True], [True, False, True, True, True]]
-
-
-def test_collator_pads_to_a_fixed_length_when_asked():
-    rows = [{"input_ids": np.array([2, 9, 3]), "token_type_ids": np.array([0, 0, 0])}]
-    batch = PretrainingCollator(pad_token_id=0, pad_to_length=5)(rows)
-    assert batch["input_ids"].tolist() == [[2, 9, 3, 0, 0]]
-    assert batch["attention_mask"].tolist() == [[1, 1, 1, 0, 0]]
-    assert batch["special_tokens_mask"].tolist() == [[True, False, True, True, True]]
-
-
 def test_pad_to_max_length_gives_every_batch_one_shape(tiny_corpus, tmp_path):
     module = make_module(tiny_corpus, tmp_path, short_seq_prob=0.5, batch_size=4, pad_to_max_length=True)
     lengths = {batch["input_ids"].shape[1] for loader in (module.train_dataloader(), module.val_dataloader())
@@ -363,43 +292,7 @@ def test_existing_tokenizer_and_line_limit(tiny_corpus, tmp_path):
     assert 0 < len(limited.datasets["train"]) < len(trained.datasets["train"]) / 2
 
 
-# --- sources and bad inputs --------------------------------------------------------------------
-
-
-def test_text_source_keeps_empty_lines_and_skips_undecodable_ones(tmp_path, caplog):
-    corpus = tmp_path / "train.txt"
-    corpus.write_bytes(b"first line\n\nbad \xff\xfe bytes\nlast line\r\n")
-    with caplog.at_level(logging.WARNING, logger="bertlab"):
-        splits = load_dataset_source(str(corpus), cache_dir=tmp_path / "cache")
-    assert splits["train"]["text"] == ["first line", "", "last line"]
-    assert splits["train"].cache_files, "the lines are memory-mapped from the cache, not held in memory"
-    assert "skipped 1 line(s)" in caplog.text and str(corpus) in caplog.text
-
-
-def test_folder_of_split_files_in_several_formats(tmp_path):
-    datasets.Dataset.from_dict({"sentence": ["a", "b"], "label": [0, 1]}).to_parquet(tmp_path / "train.parquet")
-    (tmp_path / "dev.jsonl").write_text('{"sentence": "c", "label": 1}\n', encoding="utf-8")
-    splits = load_dataset_source(str(tmp_path), cache_dir=tmp_path / "cache")
-    assert set(splits) == {"train", "validation"}
-    assert splits["train"]["sentence"] == ["a", "b"] and splits["validation"]["label"] == [1]
-    saved = tmp_path / "saved"
-    splits.save_to_disk(str(saved))
-    assert load_dataset_source(str(saved))["validation"]["sentence"] == ["c"]
-
-
-def test_bad_sources_raise_clear_data_errors(tmp_path):
-    with pytest.raises(DataError, match="does not exist.*BERTLAB_DATA_DIR.*internet"):
-        load_dataset_source(str(tmp_path / "missing" / "train.txt"))
-    empty = tmp_path / "empty.txt"
-    empty.write_bytes(b"")
-    with pytest.raises(DataError, match="empty.txt has no readable lines"):
-        load_dataset_source(str(empty), cache_dir=tmp_path / "cache")
-    (tmp_path / "notes.md").write_text("nothing to load", encoding="utf-8")
-    with pytest.raises(DataError, match=r"no split files.*notes.md"):
-        load_dataset_source(str(tmp_path))
-    dataset = datasets.Dataset.from_dict({"sentence": ["a"]})
-    with pytest.raises(DataError, match=r"no column\(s\) \['text'\]; available columns: \['sentence'\]"):
-        require_columns(dataset, ["text"], "corpus.parquet")
+# --- bad inputs --------------------------------------------------------------------------------
 
 
 def test_corpus_without_text_or_column_is_rejected(tmp_path):
@@ -409,26 +302,6 @@ def test_corpus_without_text_or_column_is_rejected(tmp_path):
         make_module(blank, tmp_path)
     with pytest.raises(DataError, match="no column"):
         make_module(blank, tmp_path, text_column="body")
-
-
-@pytest.mark.slow
-def test_unreachable_hub_id_fails_fast_with_one_data_error(tmp_path):
-    script = textwrap.dedent(
-        """
-        from bertlab.data.sources import load_dataset_source
-        from bertlab.errors import DataError
-        try:
-            load_dataset_source("bertlab-test/no-such-dataset")
-        except DataError as error:
-            print("DataError:", error)
-        """
-    )
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path)}
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=60
-    )
-    assert result.stdout.startswith("DataError:"), result.stderr
-    assert "bertlab-test/no-such-dataset" in result.stdout and "BERTLAB_DATA_DIR" in result.stdout
 
 
 # --- real data ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """trainer=gpu_deterministic (docs/reproducibility.md): torch's deterministic algorithms, cuBLAS's fixed
-workspace and no cuDNN benchmarking are set as the command starts, before the data and the model exist, so
-before anything can run on a GPU. Checked on the CPU: a GPU run differs only in the
+workspace and no cuDNN benchmarking are set as the run starts (bertlab.training.fit.run_training), before the
+data and the model exist, so before anything can run on a GPU. Checked on the CPU: a GPU run differs only in the
 accelerator, which Lightning chooses after these switches."""
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def compare(name: str, ours, theirs, architecture: str, batch) -> None:
 
 def bertlab_outputs(model, architecture: str, batch):
     """Every position's outputs with the loss: the MLM loss from full logits (bertlab's sparse head gives the
-    same, checked in tests/core/test_variants.py)."""
+    same, checked in tests/test_model_variants.py)."""
     out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True,
                 **({"labels": torch.tensor([0, 2, 1, 1])} if architecture == "BertForSequenceClassification" else {}))
     if architecture == "BertForMaskedLM":

@@ -1,21 +1,16 @@
 """`model.init_from` through the command line: the checkpoint's architecture is kept (an override of it
-is refused before anything is written), dropout overrides reach the model; and `evaluate` (batched
-length-sorted inference) scores exactly as Lightning's validation loop does."""
+is refused before anything is written), dropout overrides reach the model."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import lightning as L
 import pandas as pd
 import pytest
 
-from bertlab.commands.evaluate import evaluate
 from bertlab.config import BertConfig
-from bertlab.data.classification import ClassificationDataModule
-from bertlab.lit import ClassificationModule
-from bertlab.model import BertForMaskedLM, BertForSequenceClassification
+from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from tests.bertlab_runs import fine_tuning, run_in_process
 
@@ -60,21 +55,3 @@ def test_a_dropout_override_with_init_from_reaches_the_model(masked_lm, tiny_dat
     assert saved["hidden_dropout_prob"] == 0.3
     assert saved["attention_probs_dropout_prob"] == 0.1  # not overridden: the checkpoint's own
     assert json.loads((masked_lm / "config.json").read_text())["hidden_dropout_prob"] == 0.1
-
-
-def test_evaluate_scores_as_the_lightning_validation_loop(tokenizer, tiny_data_dir, tmp_path):
-    L.seed_everything(3)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                        id2label={0: "negative", 1: "positive"})
-    classifier = save(BertForSequenceClassification(config), tokenizer, tmp_path / "classifier")
-    ours = evaluate(str(classifier), str(tiny_data_dir / "sst2"), batch_size=7)
-    datamodule = ClassificationDataModule(str(tiny_data_dir / "sst2"), str(classifier), label_names=["negative", "positive"],
-                                          eval_batch_size=16)
-    model = BertForSequenceClassification.from_pretrained(classifier)
-    trainer = L.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
-    (lightning,) = trainer.validate(ClassificationModule(model=model), datamodule=datamodule, verbose=False)
-    assert set(ours) == {key.removeprefix("val/") for key in lightning}
-    for key, value in lightning.items():
-        assert ours[key.removeprefix("val/")] == pytest.approx(float(value), abs=1e-5), key

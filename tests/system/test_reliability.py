@@ -1,5 +1,5 @@
 """Seeded runs repeat bit for bit; a run killed with SIGKILL and resumed ends with the weights and
-metrics.csv of a run never interrupted; checkpoints are written atomically and pruned."""
+metrics.csv of a run never interrupted; checkpoints are pruned (written atomically: tests/lit/test_checkpoints.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from bertlab.lit.checkpoints import AtomicCheckpointIO
 from tests.bertlab_runs import pretraining, run_in_process, sha256, start_child
 
 # ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.
@@ -118,25 +117,6 @@ def test_checkpoints_every_validation_and_at_the_end_newest_two_kept(runs):
     # 22 is no multiple of the interval: the final step gets a validation (and a checkpoint) of its own.
     assert sorted(path.name for path in checkpoints.iterdir()) == ["last.ckpt", "step=20.ckpt", "step=22.ckpt"]
     assert torch.load(checkpoints / "last.ckpt", weights_only=True)["global_step"] == 22
-
-
-def test_interrupted_checkpoint_save_leaves_the_previous_file_whole(tmp_path, monkeypatch):
-    path = tmp_path / "lightning_checkpoints" / "last.ckpt"
-    io = AtomicCheckpointIO()
-    io.save_checkpoint({"global_step": 1, "weights": torch.ones(1000)}, path)
-    good = path.read_bytes()
-
-    def killed_while_writing(obj, file, *args, **kwargs):
-        Path(file).write_bytes(good[: len(good) // 3])
-        raise KeyboardInterrupt  # what a signal does mid-write
-
-    monkeypatch.setattr(torch, "save", killed_while_writing)
-    with pytest.raises(KeyboardInterrupt):
-        io.save_checkpoint({"global_step": 2, "weights": torch.zeros(1000)}, path)
-    assert path.read_bytes() == good
-    assert os.listdir(path.parent) == ["last.ckpt"]
-    monkeypatch.undo()
-    assert torch.load(path, weights_only=True)["global_step"] == 1
 
 
 @pytest.mark.slow

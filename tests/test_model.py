@@ -1,5 +1,5 @@
 """The scratch BERT: seeded init, init statistics, gradient checkpointing, sparse MLM, tied decoder,
-head masks and pruned heads."""
+head masks and pruned heads, bf16 autocast."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from torch import nn
 from benchmarks.core_step_time import activation_bytes, sparse_loss
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
 from bertlab.errors import ConfigError
-from bertlab.model import predicted_positions
+from bertlab.model import IGNORE_INDEX, predicted_positions
 
 VOCAB = 200
 
@@ -499,3 +499,31 @@ def test_the_residual_stream_takes_autocasts_dtype_only_when_switched_on(low_pre
     # Normalised in fp32 either way: the bf16 stream differs from fp32 by bf16's rounding, not more.
     for mixed_hidden, fp32_hidden in zip(mixed.hidden_states, fp32.hidden_states):
         torch.testing.assert_close(mixed_hidden.float(), fp32_hidden, atol=0.1, rtol=0.05)
+
+
+def test_bf16_autocast_keeps_the_mlm_loss_and_gradients_close_to_fp32():
+    # The benchmark's "bf16" rows train under torch.autocast (Lightning's bf16-mixed): a fast path
+    # on CPUs with AMX / AVX512-BF16, which must still train the same model.
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        initializer_range=0.2)  # far from uniform predictions, so precision shows in the loss
+    model = BertForMaskedLM(config).train()
+    input_ids = torch.randint(5, 300, (4, 24))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 18:] = 0
+    labels = torch.where(torch.rand(input_ids.shape) < 0.3, input_ids, IGNORE_INDEX)
+
+    def loss_and_gradient(dtype):
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            output = model(input_ids, attention_mask, labels=labels)
+        output.loss.backward()
+        assert output.logits.dtype == dtype
+        return output.loss.detach(), torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    loss32, grad32 = loss_and_gradient(torch.float32)
+    loss16, grad16 = loss_and_gradient(torch.bfloat16)
+    assert loss16.dtype == torch.float32  # the loss itself is computed in fp32
+    assert loss16 == pytest.approx(loss32.item(), rel=1e-2)
+    assert torch.nn.functional.cosine_similarity(grad16, grad32, dim=0) > 0.99

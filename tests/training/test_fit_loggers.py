@@ -1,6 +1,6 @@
-"""Loggers as config options: `logger=tensorboard` and `logger=mlflow` record a run beside the
-metrics.csv every option keeps, and a logger whose package is missing is refused in one line before
-any folder is made; a sweeper or launcher plugin that is missing names its extra."""
+"""Loggers as config options (the Trainer's loggers, bertlab.training.fit): `logger=tensorboard` and
+`logger=mlflow` record a run beside the metrics.csv every option keeps (a logger whose package is missing:
+tests/training/test_extras.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_module
-from hydra.errors import MissingConfigException
 
-from bertlab.training import extras
-from bertlab.training.app import config_message, register_configs
+from bertlab.training.app import register_configs
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process, sentiment_tokenizer
 
 SHORT = ["trainer.max_steps=4", "trainer.val_check_interval=2", "trainer.log_every_n_steps=1"]
@@ -65,24 +63,3 @@ def test_mlflow_records_the_run_in_the_run_folder(tiny_data_dir, tmp_path, capsy
     losses = [metric.value for metric in client.get_metric_history(mlflow_run.info.run_id, "train/loss")]
     assert losses == pytest.approx(logged_losses(run))
     assert not list(Path.cwd().glob("mlruns")) and not list(Path.cwd().glob("mlartifacts"))
-
-
-def test_a_missing_logger_package_is_one_line_before_any_folder(tiny_data_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(extras, "installed", lambda package: package != "mlflow")
-    run = tmp_path / "run"
-    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", run, "logger=mlflow"), capsys)
-    assert outcome.code == 1
-    assert outcome.error_lines == ['bertlab: error: logger=mlflow needs the mlflow package: pip install -e ".[mlflow]"']
-    assert not run.exists()
-
-
-@pytest.mark.parametrize("config_path, message", [
-    ("hydra/sweeper/optuna",
-     'hydra/sweeper=optuna needs Hydra\'s hydra-optuna-sweeper plugin: pip install -e ".[optuna]"'),
-    ("hydra/launcher/submitit_slurm",
-     'hydra/launcher=submitit_slurm needs Hydra\'s hydra-submitit-launcher plugin: pip install -e ".[submitit]"'),
-])
-def test_a_missing_plugin_names_its_extra(config_path, message):
-    # What Hydra raises for hydra/sweeper=optuna when the plugin is not installed: no such config.
-    error = MissingConfigException(f"Could not find '{config_path}'", missing_cfg_file=config_path, options=["basic"])
-    assert config_message(error, error) == message

@@ -18,7 +18,7 @@ import bertlab.dropout
 import bertlab.model
 from bertlab.errors import CheckpointError
 from bertlab.model import sinusoidal_positions
-from tests.core.test_model_parity import BATCH, LENGTH, TOLERANCE, VOCAB, max_diff, padded_pair_batch, perturb, \
+from tests.test_model_parity import BATCH, LENGTH, TOLERANCE, VOCAB, max_diff, padded_pair_batch, perturb, \
     small_config
 
 transformers = pytest.importorskip("transformers")
