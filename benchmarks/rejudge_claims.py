@@ -1168,8 +1168,8 @@ def write():
             assert n == 1, f"{page}: {anchor!r} occurs {n} times"
             text = text.replace(anchor, anchor + tag_text(page, ids))
         section = SECTION.format(
-            intro=(f"Every comparison on this page that rests on GLUE or SST-2 scores over seeds, re-judged; each claim's "
-                   f"place in the text below carries its verdict as a tag.\n\n"
+            intro=("Every comparison on this page that rests on GLUE or SST-2 scores over seeds, re-judged; each claim's "
+                   "place in the text below carries its verdict as a tag.\n\n"
                    + (METHOD if page == "pretraining" else SHORT_METHOD)),
             count=count_line(page), findings=FINDINGS[page], tables=tables(page),
             not_testable=("\n" + NOT_TESTABLE[page] + "\n") if page in NOT_TESTABLE else "")
