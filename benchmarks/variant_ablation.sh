@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 61's ablation: from mlm_tiny_wiki, one modern design at a time, then all of them, each pretrained with the
+# recipe's fixed step count and judged by the GLUE suite, pretraining runs as the unit (docs/statistics.md).
+#
+#   benchmarks/variant_ablation.sh ARM [SEED …]    pretrain ARM with each seed (default 0 1 2), then its GLUE suite
+#   benchmarks/variant_ablation.sh verdict ARM     compare ARM's suites against the baseline's, as a group
+#
+# ARM is one of the names below; `baseline` is the recipe as shipped. Runs land in runs/ablation/ARM_sSEED and their
+# suites in runs/ablation/glue/ARM_sSEED. About 50 minutes a seed on 2 cores (pretraining, then the suite).
+set -euo pipefail
+
+declare -A ARMS=(
+  [baseline]=""
+  [rotary]="model.position_embedding_type=rotary"
+  [pre_norm]="model.norm_position=pre"
+  # GeGLU with two thirds of the width keeps the feed-forward's parameters (3·h·i against 2·h·i)
+  [gated_ffn]="model.gated_ffn=true model.intermediate_size=344"
+  [no_biases]="model.attention_bias=false model.ffn_bias=false model.norm_bias=false model.head_bias=false"
+  [rms_norm]="model.norm_type=rms_norm model.norm_bias=false"
+  [local_global]="model.local_attention_window=64 model.global_attention_every_n_layers=2"
+  [no_token_types]="model.type_vocab_size=0"
+  # 4 layers of 116 (2 heads of 58, even for rotary) instead of 2 of 128: 2.61M parameters with 16,384 WordPieces
+  # (BertForMaskedLM), BERT-Tiny's 2.59M
+  [deep_narrow]="model.num_hidden_layers=4 model.hidden_size=116 model.intermediate_size=432"
+  [all]="model.position_embedding_type=rotary model.norm_position=pre model.gated_ffn=true model.attention_bias=false
+         model.ffn_bias=false model.norm_bias=false model.head_bias=false model.norm_type=rms_norm
+         model.local_attention_window=64 model.global_attention_every_n_layers=2 model.type_vocab_size=0
+         model.num_hidden_layers=4 model.hidden_size=116 model.intermediate_size=288"
+)
+GLUE="lrs=sst2:2e-4,rte:3e-4,1e-3 trainer.val_check_interval=100"
+
+arm=${1:?"an arm: ${!ARMS[*]}, or verdict ARM"}
+if [[ $arm == verdict ]]; then
+  arm=${2:?"verdict ARM"}
+  baseline=(runs/ablation/glue/baseline_s*) against=(runs/ablation/glue/${arm}_s*)
+  exec python -m bertlab compare --output "runs/ablation/verdict_${arm}" --overwrite "${baseline[@]}" -- "${against[@]}"
+fi
+[[ -v ARMS[$arm] ]] || { echo "unknown arm $arm; one of: ${!ARMS[*]}" >&2; exit 2; }
+shift
+for seed in "${@:-0 1 2}"; do
+  for s in $seed; do
+    run=runs/ablation/${arm}_s$s
+    # shellcheck disable=SC2086  # the overrides are words
+    python -m bertlab train +recipe=mlm_tiny_wiki seed="$s" ${ARMS[$arm]} hydra.run.dir="$run" resume=auto
+    python -m bertlab glue "$run" $GLUE hydra.sweep.dir=runs/ablation/glue/${arm}_s$s
+  done
+done
