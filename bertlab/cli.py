@@ -1,43 +1,44 @@
 """`python -m bertlab <command> [arguments…]`: a table of subcommands.
 
 Hydra commands (train, prepare-data, fine-tune) take Hydra overrides; the others take ordinary options.
+Each command's module is imported only when it runs: `--help` and a mistyped command answer at once, without
+torch and Lightning.
 Every error ends the command with one `bertlab: error: …` line on stderr: exit status 2 for a
 malformed command line, 1 for the rest. BERTLAB_DEBUG=1 shows the traceback instead.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 from bertlab.allocator import keep_freed_memory
-from bertlab.commands import (attention, bench, compare, evaluate, fine_tune, glue, heads, predict, prepare_data, shrink,
-                              summarize, tokenize, train)
 from bertlab.errors import BertlabError, UsageError
 from bertlab.recipe_files import recipe_names
 
-# command → (its function of (arguments, prog), one-line help)
+# command → one-line help; it runs bertlab.commands.<command, "-" as "_">.main(arguments, prog)
 COMMANDS = {
-    "train": (train.main, "pretrain a BERT: masked LM (optional NSP) on a corpus, or a teacher's sentence embeddings"),
-    "fine-tune": (fine_tune.main, "fine-tune a sequence classifier from a checkpoint or from scratch"),
-    "evaluate": (evaluate.main, "metrics of a fine-tuned checkpoint on a split or a file"),
-    "glue": (glue.main, "the GLUE suite (tasks × seeds) for a checkpoint, and its table"),
-    "predict": (predict.main, "labels and probabilities for sentences, a text file or a csv/jsonl column"),
-    "tokenize": (tokenize.main, "the tokenizer's stages on a sentence or pair: normalised text, basic tokens, WordPiece pieces, ids"),
-    "compare": (compare.main, "runs or GLUE suites side by side: differing config keys, metrics, curves"),
-    "attention": (attention.main, "attention maps (layers × heads) of a sentence or pair, as PNGs"),
-    "heads": (heads.main, "head importance of a classifier, the metric against heads pruned, a pruned export"),
-    "shrink": (shrink.main, "a smaller BERT initialised from a larger checkpoint by weight selection (layers, heads, widths)"),
-    "summarize": (summarize.main, "table of final metrics (per run, mean ± std) of a sweep folder"),
-    "prepare-data": (prepare_data.main, "build a train config's pretraining data into data.cache_dir, once, before a multi-node train"),
-    "bench": (bench.main, "benchmark bertlab against Hugging Face transformers on this machine"),
+    "train": "pretrain a BERT: masked LM (optional NSP) on a corpus, or a teacher's sentence embeddings",
+    "fine-tune": "fine-tune a sequence classifier from a checkpoint or from scratch",
+    "evaluate": "metrics of a fine-tuned checkpoint on a split or a file",
+    "glue": "the GLUE suite (tasks × seeds) for a checkpoint, and its table",
+    "predict": "labels and probabilities for sentences, a text file or a csv/jsonl column",
+    "tokenize": "the tokenizer's stages on a sentence or pair: normalised text, basic tokens, WordPiece pieces, ids",
+    "compare": "runs or GLUE suites side by side: differing config keys, metrics, curves",
+    "attention": "attention maps (layers × heads) of a sentence or pair, as PNGs",
+    "heads": "head importance of a classifier, the metric against heads pruned, a pruned export",
+    "shrink": "a smaller BERT initialised from a larger checkpoint by weight selection (layers, heads, widths)",
+    "summarize": "table of final metrics (per run, mean ± std) of a sweep folder",
+    "prepare-data": "build a train config's pretraining data into data.cache_dir, once, before a multi-node train",
+    "bench": "benchmark bertlab against Hugging Face transformers on this machine",
 }
 
 
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: python -m bertlab <command> [arguments…]", "", "commands:"]
-    lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
     lines += ["", "recipes (train/fine-tune +recipe=NAME):", "  " + ", ".join(recipe_names()), "",
               "examples:",
               "  python -m bertlab train +recipe=mlm_tiny trainer.max_steps=200 seed=7",
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     if command != "bench":  # the benchmark measures transformers on the allocator its users have
         keep_freed_memory()
     try:
-        COMMANDS[command][0](arguments, prog=f"bertlab {command}")
+        module = importlib.import_module(f"bertlab.commands.{command.replace('-', '_')}")
+        module.main(arguments, prog=f"bertlab {command}")
     except Exception as error:
         if os.environ.get("BERTLAB_DEBUG"):
             raise

@@ -19,7 +19,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.value_rules import Count
+from bertlab.value_rules import Count, checks_arguments
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")
@@ -27,6 +27,7 @@ _CONTINUATION_PREFIX = "##"
 ALPHABET_SIZE = 1000  # the most frequent characters, each a piece of the vocabulary (the trainer's limit_alphabet)
 
 
+@checks_arguments
 @dataclass(frozen=True)
 class WordPieceOptions:
     """How a tokenizer normalises and splits text: the options of transformers' BasicTokenizer and
@@ -45,10 +46,9 @@ class WordPieceOptions:
         if self.strip_accents is not None and not isinstance(self.strip_accents, bool):
             raise ConfigError(f"tokenizer.strip_accents={self.strip_accents!r}: expected true, false or null "
                               "(null: strip accents when lower-casing)")
-        length = self.max_input_chars_per_word
-        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-            raise ConfigError(f"tokenizer.max_input_chars_per_word={length!r}: expected a whole number of "
-                              "characters, at least 1")
+        length = self.max_input_chars_per_word  # its range is its annotation's, checked at the call
+        if isinstance(length, bool) or not isinstance(length, int):
+            raise ConfigError(f"tokenizer.max_input_chars_per_word={length!r}: expected a whole number of characters")
         if isinstance(self.never_split, str):
             raise ConfigError(f"tokenizer.never_split={self.never_split!r}: expected a list of tokens, "
                               f"such as [{self.never_split!r}]")

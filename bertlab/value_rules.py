@@ -2,7 +2,9 @@
 that takes the value: `mlm_probability: Annotated[float, Interval("(0, 1)")]`, `schedule: Annotated[str,
 OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`). Before a run starts,
 bertlab.training.checks.values checks every key of the composed config against the annotation of what takes
-it: `bertlab: error: <key>=<value>: must be in (0, inf)`. Null is left to the code that takes the value.
+it: `bertlab: error: <key>=<value>: must be in (0, inf)`. A taker decorated with `checks_arguments` also
+refuses such a value when Python code calls it: `warmup_schedule(schedule='step'): must be one of …`. Null is
+left to the code that takes the value.
 
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration).
@@ -10,10 +12,15 @@ unless `takes_text` (Lightning also reads words: devices=auto, a validation inte
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
+
+from bertlab.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -78,3 +85,67 @@ def rules(annotation: Any) -> tuple[Rule, ...]:
 def format_value(value: Any) -> str:
     """A value as a message shows it: strings quoted, `trainer.precision='fp8'`."""
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def violation(rules_: Sequence[Rule], value: Any) -> str | None:
+    """What `value` breaks of the first of `rules_` it breaks ("must be …"); None when it fits them or is null."""
+    return next((problem for rule in rules_ if value is not None and (problem := rule.violation(value))), None)
+
+
+def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
+    """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
+    if problem := violation(rules_, value):
+        raise ConfigError(f"{key}={format_value(value)}: {problem}")
+
+
+Taker = TypeVar("Taker", bound=Callable)
+
+
+def checks_arguments(taker: Taker) -> Taker:
+    """`taker`, a function or a class (its `__init__`), checking each argument it is called with against the
+    rules of that argument's annotation before it runs, as the checks before a run do for config values."""
+    function = taker.__init__ if inspect.isclass(taker) else taker
+    offset = 1 if inspect.isclass(taker) else 0  # `self`, bound by the call
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        signature, rules_of = argument_rules(function)
+        try:
+            arguments = signature.bind_partial(*args[offset:], **kwargs).arguments
+        except TypeError:  # a call that does not fit the signature fails as it would unchecked
+            return function(*args, **kwargs)
+        for name, value in arguments.items():
+            if problem := violation(rules_of.get(name, ()), value):
+                raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
+        return function(*args, **kwargs)
+
+    if inspect.isclass(taker):
+        taker.__init__ = checked
+        return taker
+    return checked  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=None)
+def argument_rules(function: Callable) -> tuple[inspect.Signature, Mapping[str, tuple[Rule, ...]]]:
+    """The signature of `function` without `self`, and the rules of each of its arguments that has any; read
+    at the first call, when every name its annotations use is defined."""
+    signature = inspect.signature(function)
+    parameters = [parameter for parameter in signature.parameters.values() if parameter.name != "self"]
+    return signature.replace(parameters=parameters), {
+        name: rules(annotation) for name, annotation in argument_annotations(function).items() if rules(annotation)}
+
+
+def argument_annotations(function: Callable) -> dict[str, Any]:
+    """The annotation of each annotated argument of `function`, evaluated one by one: an annotation naming
+    what is imported only for type checkers stays its text, and the others still count."""
+    function = inspect.unwrap(function)
+    annotations = {}
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        if name != "return" and isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, function.__globals__)  # as typing.get_type_hints does
+            except Exception:
+                pass
+        if name != "return":
+            annotations[name] = annotation
+    return annotations

@@ -31,7 +31,7 @@ from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers
+from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers, checks_arguments
 
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
 SELECTION_SPLIT = "selection"  # the training rows held out to choose the checkpoint on
@@ -43,6 +43,7 @@ def labelled_rows(labels: torch.Tensor) -> torch.Tensor:
     return ~labels.isnan() if labels.is_floating_point() else labels != UNLABELLED
 
 
+@checks_arguments
 class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Train/validation/test splits of a sequence classification dataset, tokenized for BERT.
 

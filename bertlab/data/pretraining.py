@@ -24,7 +24,7 @@ from bertlab.data.sources import cache_folder, load_dataset_source
 from bertlab.errors import ConfigError, DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION
 from bertlab.tokenizer import WordPieceOptions, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Probability, SequenceLength, Workers
+from bertlab.value_rules import Count, Probability, SequenceLength, Workers, checks_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 TRAINING_STYLE_VALIDATION = "validation_training_style"
 
 
+@checks_arguments
 class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Masked-language-model (and optionally next-sentence) pretraining batches from a text corpus.
 

@@ -26,7 +26,7 @@ from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, SequenceLength, Workers
+from bertlab.value_rules import Count, SequenceLength, Workers, checks_arguments
 
 # A sentence ends at . ! or ? followed by white space and an upper-case letter or a quote.
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
@@ -52,6 +52,7 @@ def shuffled_lines(lines: datasets.Dataset, seed: int) -> Iterator[str]:
         yield from lines[order[start:start + LINES_PER_READ].tolist()]["text"]
 
 
+@checks_arguments
 class SentenceDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """`source`: the corpus, a text file, a folder with train.txt or a hub id (see `load_dataset_source`),
     whose training split's lines give up to `max_sentences` sentences; `extra_source` (optional): a

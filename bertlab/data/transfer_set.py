@@ -22,12 +22,13 @@ from bertlab.data import cache_entries
 from bertlab.data.augment import Example, augment, joined, read_unlabelled
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
-from bertlab.value_rules import NON_NEGATIVE, Count, Probability, Seed
+from bertlab.value_rules import NON_NEGATIVE, Count, Probability, Seed, checks_arguments
 
 log = logging.getLogger("bertlab")
 CACHE_FORMAT = 1  # part of the cache key: raise it when the augmentation changes what it makes
 
 
+@checks_arguments
 @dataclass(frozen=True)
 class TransferSettings:
     """`copies` augmented copies of each training example (0: none), made with `seed` and, for word

@@ -19,7 +19,7 @@ from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.saved_task import RecordsTask
 from bertlab.model import BertForSequenceClassification
-from bertlab.value_rules import Interval
+from bertlab.value_rules import Interval, checks_arguments
 
 LayerwiseDecay = Annotated[float, Interval("(0, 1]")]  # a layer's learning rate over the one above's
 
@@ -47,6 +47,7 @@ def freeze_parameters(model: torch.nn.Module, patterns: Sequence[str]) -> None:
             parameter.requires_grad_(False)
 
 
+@checks_arguments
 class ClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config` (BertConfig or its dict) builds a freshly initialised model; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).

@@ -39,7 +39,7 @@ from bertlab.model import BertForSequenceClassification
 from bertlab.teacher import folders as teacher_folders
 from bertlab.teacher.inference import autocast_dtype
 from bertlab.teacher.outputs import teacher_outputs, write_report
-from bertlab.value_rules import Dropout, NonNegative, Positive, Probability
+from bertlab.value_rules import Dropout, NonNegative, Positive, Probability, checks_arguments
 
 log = logging.getLogger("bertlab")
 
@@ -81,6 +81,7 @@ def layer_pairs(layer_map: Sequence[Sequence[int]] | None, student_layers: int,
     return pairs
 
 
+@checks_arguments
 class DistillationModule(ClassificationModule):
     """ClassificationModule's arguments, and: `teacher`, a classifier folder with the student's labels;
     `alpha`, the weight of the teacher's term; `temperature`; `hidden_weight`, the weight of the [CLS]

@@ -32,11 +32,12 @@ from bertlab.lit.saved_task import RecordsTask
 from bertlab.model import BertModel
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype
-from bertlab.value_rules import Count, Dropout, OneOf
+from bertlab.value_rules import Count, Dropout, OneOf, checks_arguments
 
 TEACHER_PRECISIONS = OneOf("32-true", "bf16-mixed", "16-mixed")  # or null: the run's
 
 
+@checks_arguments
 class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config`: the student's BertConfig (or its dict, as stored in checkpoints); the command loads its
     weights. `teacher`: a BertModel folder; `teacher_precision`: the Lightning precision the teacher runs

@@ -9,9 +9,10 @@ import torch
 
 from bertlab.errors import BertlabError
 from bertlab.metrics import VALIDATION_PREFIXES
-from bertlab.value_rules import Count
+from bertlab.value_rules import Count, checks_arguments
 
 
+@checks_arguments
 class FiniteLossGuard(L.Callback):
     """Stops training with a BertlabError naming the step when the training loss turns NaN or inf,
     and refuses to save a checkpoint after it, so the last good checkpoint stays the newest.

@@ -17,7 +17,7 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import NON_NEGATIVE, OneOf, Probability
+from bertlab.value_rules import NON_NEGATIVE, OneOf, Probability, checks_arguments
 
 SCHEDULES = ("linear", "cosine", "constant")
 _ENCODER_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
@@ -112,6 +112,7 @@ class WarmupSchedule(LambdaLR):
         return {key: value for key, value in super().state_dict().items() if key != "total_steps"}
 
 
+@checks_arguments
 def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float,
                     warmup_steps: Annotated[int, NON_NEGATIVE] | None = None, warmup_ratio: Probability = 0.0,
                     schedule: Annotated[str, OneOf(*SCHEDULES)] = "linear") -> WarmupSchedule:

@@ -25,12 +25,13 @@ from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
-from bertlab.value_rules import Dropout, Interval, OneOf, Probability
+from bertlab.value_rules import Dropout, Interval, OneOf, Probability, checks_arguments
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
+@checks_arguments
 class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 

@@ -18,7 +18,7 @@ from tokenizers import Tokenizer
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
-from bertlab.value_rules import NonNegative
+from bertlab.value_rules import NonNegative, checks_arguments
 
 
 class ExportPretrained(L.Callback):
@@ -62,6 +62,7 @@ class ExportPretrained(L.Callback):
         return best
 
 
+@checks_arguments
 class MetricsArtifacts(L.Callback):
     """After each validation and at the end of fit, turns the CSVLogger's metrics.csv into
     metrics.json (final and best values) and metrics.png (training loss and validation metrics against

@@ -12,7 +12,7 @@ from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities import rank_zero_only
 
 from bertlab.flops import dense_bf16_peak_flops
-from bertlab.value_rules import Positive
+from bertlab.value_rules import Positive, checks_arguments
 
 
 def _sequences(batch: dict[str, torch.Tensor]) -> int:
@@ -23,6 +23,7 @@ def _tokens(batch: dict[str, torch.Tensor]) -> int:
     return batch["input_ids"].numel()  # padding included: counting real tokens would sync the device
 
 
+@checks_arguments
 class TokenThroughputMonitor(ThroughputMonitor):
     """Lightning's ThroughputMonitor for bertlab's dict batches: logs train/device/samples_per_sec
     (sequences), train/device/items_per_sec (tokens, padding included), train/device/flops_per_sec

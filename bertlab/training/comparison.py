@@ -102,7 +102,8 @@ def differing_keys(configs: list[dict[str, Any]], everywhere: bool = False) -> l
             and len({json.dumps(config.get(key), sort_keys=True, default=str) for config in configs}) > 1]
 
 
-def format_value(value: Any) -> str:
+def cell_text(value: Any) -> str:
+    """A value as a table cell shows it: floats to 4 significant digits, null as empty."""
     if isinstance(value, float):
         return f"{value:.4g}" if math.isfinite(value) else str(value)
     return "" if value is None else str(value)
@@ -157,7 +158,7 @@ def side_by_side(folders: list[Path], labels: list[str]) -> tuple[list[dict[str,
 def table_lines(labels: list[str], rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
     """One line per key, one column per run: the differing keys first, then the results."""
     return markdown_table([None, *labels],
-                          ([key, *(format_value(row.get(key)) for row in rows)] for key in columns[1:]))
+                          ([key, *(cell_text(row.get(key)) for row in rows)] for key in columns[1:]))
 
 
 def judge_suites(folders: list[Path], labels: list[str], baseline_count: int | None

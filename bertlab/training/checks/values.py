@@ -28,7 +28,7 @@ from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
-from bertlab.value_rules import OneOf, Rule, format_value, metadata, rules
+from bertlab.value_rules import OneOf, Rule, check_rules, format_value, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
@@ -68,13 +68,6 @@ def check_values(config: DictConfig, overridden: Collection[str]) -> None:
         check_rules(declaration.key, value, declaration.rules)
     for key in overridden:
         check_target_argument(config, key)
-
-
-def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
-    """ConfigError when `value` of `key` (not null) breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
-    for rule in rules_:
-        if value is not None and (problem := rule.violation(value)):
-            raise ConfigError(f"{key}={format_value(value)}: {problem}")
 
 
 def check_target_argument(config: DictConfig, key: str) -> None:
