@@ -141,11 +141,12 @@ def argument_annotations(function: Callable) -> dict[str, Any]:
     function = inspect.unwrap(function)
     annotations = {}
     for name, annotation in getattr(function, "__annotations__", {}).items():
-        if name != "return" and isinstance(annotation, str):
+        if name == "return":
+            continue
+        if isinstance(annotation, str):
             try:
                 annotation = eval(annotation, function.__globals__)  # as typing.get_type_hints does
             except Exception:
                 pass
-        if name != "return":
-            annotations[name] = annotation
+        annotations[name] = annotation
     return annotations
