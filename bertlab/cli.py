@@ -17,7 +17,7 @@ from bertlab.allocator import keep_freed_memory
 from bertlab.errors import BertlabError, UsageError
 from bertlab.recipe_files import recipe_names
 
-# command → one-line help; it runs bertlab.commands.<command, "-" as "_">.main(arguments, prog)
+# command → one-line help; its code is command_module(command).main(arguments, prog)
 COMMANDS = {
     "train": "pretrain a BERT: masked LM (optional NSP) on a corpus, or a teacher's sentence embeddings",
     "fine-tune": "fine-tune a sequence classifier from a checkpoint or from scratch",
@@ -33,6 +33,10 @@ COMMANDS = {
     "prepare-data": "build a train config's pretraining data into data.cache_dir, once, before a multi-node train",
     "bench": "benchmark bertlab against Hugging Face transformers on this machine",
 }
+
+
+def command_module(command: str) -> str:
+    return f"bertlab.commands.{command.replace('-', '_')}"
 
 
 def usage() -> str:
@@ -65,8 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     if command != "bench":  # the benchmark measures transformers on the allocator its users have
         keep_freed_memory()
     try:
-        module = importlib.import_module(f"bertlab.commands.{command.replace('-', '_')}")
-        module.main(arguments, prog=f"bertlab {command}")
+        importlib.import_module(command_module(command)).main(arguments, prog=f"bertlab {command}")
     except Exception as error:
         if os.environ.get("BERTLAB_DEBUG"):
             raise

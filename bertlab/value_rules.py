@@ -104,8 +104,9 @@ Taker = TypeVar("Taker", bound=Callable)
 def checks_arguments(taker: Taker) -> Taker:
     """`taker`, a function or a class (its `__init__`), checking each argument it is called with against the
     rules of that argument's annotation before it runs, as the checks before a run do for config values."""
-    function = taker.__init__ if inspect.isclass(taker) else taker
-    offset = 1 if inspect.isclass(taker) else 0  # `self`, bound by the call
+    is_class = inspect.isclass(taker)
+    function = taker.__init__ if is_class else taker
+    offset = 1 if is_class else 0  # `self`, bound by the call
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -119,7 +120,7 @@ def checks_arguments(taker: Taker) -> Taker:
                 raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
         return function(*args, **kwargs)
 
-    if inspect.isclass(taker):
+    if is_class:
         taker.__init__ = checked
         return taker
     return checked  # type: ignore[return-value]
@@ -132,7 +133,7 @@ def argument_rules(function: Callable) -> tuple[inspect.Signature, Mapping[str, 
     signature = inspect.signature(function)
     parameters = [parameter for parameter in signature.parameters.values() if parameter.name != "self"]
     return signature.replace(parameters=parameters), {
-        name: rules(annotation) for name, annotation in argument_annotations(function).items() if rules(annotation)}
+        name: found for name, annotation in argument_annotations(function).items() if (found := rules(annotation))}
 
 
 def argument_annotations(function: Callable) -> dict[str, Any]:

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from bertlab.cli import COMMANDS
+from bertlab.cli import COMMANDS, command_module
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_runs_the_main_of_its_module(command):
-    assert callable(importlib.import_module(f"bertlab.commands.{command.replace('-', '_')}").main)
+    assert callable(importlib.import_module(command_module(command)).main)
 
 
 def test_help_lists_the_commands_without_importing_any_of_them():

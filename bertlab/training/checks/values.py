@@ -28,7 +28,7 @@ from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
-from bertlab.value_rules import OneOf, Rule, check_rules, format_value, metadata, rules
+from bertlab.value_rules import OneOf, Rule, argument_annotations, check_rules, format_value, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
@@ -156,8 +156,8 @@ def argument_declaration(target: str, name: str) -> tuple[Any, tuple[Rule, ...]]
     annotation = NOT_JUDGED
     for owner in owners:
         function = vars(owner).get("__init__") if inspect.isclass(owner) else owner
-        if function is not None and name in (parameters := signature_parameters(function)):
-            annotation = parameter_annotation(function, parameters[name])
+        if function is not None and name in signature_parameters(function):
+            annotation = argument_annotations(function).get(name, NOT_JUDGED)
             break
     library = tuple(LIBRARY_ARGUMENTS[owner][name] for owner in owners if name in LIBRARY_ARGUMENTS.get(owner, {}))
     return annotation, rules(annotation) + library[:1]
@@ -168,15 +168,6 @@ def signature_parameters(function: Any) -> Mapping[str, inspect.Parameter]:
         return inspect.signature(function).parameters
     except (TypeError, ValueError):  # a builtin without a signature
         return {}
-
-
-def parameter_annotation(function: Any, parameter: inspect.Parameter) -> Any:
-    if parameter.annotation is inspect.Parameter.empty:
-        return NOT_JUDGED
-    try:
-        return typing.get_type_hints(function, include_extras=True)[parameter.name]
-    except Exception:  # a name only imported for type checkers
-        return parameter.annotation
 
 
 def accepts(expected: Any, value: Any) -> bool:
