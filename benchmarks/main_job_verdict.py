@@ -1,33 +1,39 @@
-"""The README's headline (`mlm_tiny_wiki` pretraining beats scratch on GLUE-small) judged over pretraining runs,
-from recorded figures where the suites' folders are not all at hand: each run a unit (its task means over
-fine-tuning seeds), scratch as the mean ± std of its seed units. Welch's test from those summaries
-(rejudge_claims.welch_from_stats: the interval from the Welch–Satterthwaite degrees of freedom), the test
-`bertlab compare` runs on two groups.
+"""The README's main job (`mlm_tiny_wiki`, three pretraining runs) judged from recorded figures, where the suites'
+folders are not all at hand: each pretraining run is a unit (its task means over fine-tuning seeds).
 
-    python benchmarks/main_job_verdict.py runs/glue_s2/glue_seeds.csv [more suites' glue_seeds.csv …]
+    python benchmarks/main_job_verdict.py
+        the headline: the three runs against scratch (the mean ± std of its seed units), Welch's test from those
+        summaries (rejudge_claims.welch_from_stats: the interval from the Welch–Satterthwaite degrees of freedom)
+    python benchmarks/main_job_verdict.py --against-main-job SUITE.csv [SUITE.csv …]
+        other pretraining runs (one GLUE suite's glue_seeds.csv each, e.g. docs/results/suites/) judged against the
+        three runs: Welch's test on the run units (bertlab.stats.compare_scores), the test `bertlab compare` runs
+        on two groups of suites
 
-The recorded figures are those of docs/results/pretraining.md, "The main job judged (2026-12-02)".
+The main job's runs are docs/results/suites/mlm_tiny_wiki_s*_means.csv (docs/results/pretraining.md, "The main job
+judged (2026-12-02)"); scratch's summary is below.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
-import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 from rejudge_claims import S, welch_from_stats
 
-from bertlab.stats import summarize
+from bertlab.stats import compare_scores, summarize
 
 TASKS = ("cola", "sst2", "mrpc", "stsb", "rte")
-RECORDED_RUNS = {"seed 0": {"cola": 8.6, "sst2": 81.3, "mrpc": 75.1, "stsb": 69.8, "rte": 53.9, "glue": 57.8},
-                 "seed 1": {"cola": 2.4, "sst2": 82.1, "mrpc": 76.0, "stsb": 72.8, "rte": 53.3, "glue": 57.3}}
+# Each run's task means over its fine-tuning seeds (their per-seed scores were not kept), as one-seed suites
+SUITES = Path(__file__).resolve().parent.parent / "docs" / "results" / "suites"
+MAIN_JOB_SUITES = sorted(SUITES.glob("mlm_tiny_wiki_s*_means.csv"))
 SCRATCH = {"cola": S(10.4, 0.6), "sst2": S(82.6, 0.5), "mrpc": S(75.1, 0.4), "stsb": S(13.6, 2.6), "rte": S(51.4, 1.7),
            "glue": S(46.6, 0.7)}  # mean, std over scratch seeds 0, 1, 2
 
 
-def suite_means(path: str) -> dict[str, float]:
+def suite_means(path: str | Path) -> dict[str, float]:
     """A suite's task means over seeds, and GLUE-small, from its glue_seeds.csv."""
     scores = defaultdict(list)
     with open(path, newline="") as file:
@@ -37,8 +43,8 @@ def suite_means(path: str) -> dict[str, float]:
     return {**means, "glue": float(np.mean(list(means.values())))}
 
 
-def main(paths: list[str]) -> None:
-    runs = [*RECORDED_RUNS.values(), *map(suite_means, paths)]
+def against_scratch() -> None:
+    runs = [suite_means(path) for path in MAIN_JOB_SUITES]
     print("| task | scratch (3 seeds) | runs | mean [95% CI] | difference [95% CI] | p | verdict | runs a side for 80% power |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for task in (*TASKS, "glue"):
@@ -50,5 +56,29 @@ def main(paths: list[str]) -> None:
               f"{result.p:.2g} | {result.verdict} | {result.needed} |")
 
 
+def against_main_job(paths: list[str]) -> None:
+    runs, main_job = [suite_means(path) for path in paths], [suite_means(path) for path in MAIN_JOB_SUITES]
+    print("| task | `mlm_tiny_wiki` (3 runs) | runs | mean ± std | difference [95% CI] | p | verdict | runs a side for 80% power |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for task in (*TASKS, "glue"):
+        baseline, values = [run[task] for run in main_job], [run[task] for run in runs]
+        base, side = summarize(baseline), summarize(values)
+        result = compare_scores(baseline, values, paired=False)
+        print(f"| {task} | {base.mean:.1f} ± {base.std:.1f} | {' / '.join(f'{value:.1f}' for value in values)} | "
+              f"{side.mean:.1f} ± {side.std:.1f} | {result.difference:+.1f} [{result.low:+.1f}, {result.high:+.1f}] | "
+              f"{result.p_value:.2g} | {result.verdict} | {result.needed} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against-main-job", nargs="+", metavar="SUITE.csv",
+                        help="glue_seeds.csv of other pretraining runs, judged against the main job's three runs")
+    arguments = parser.parse_args()
+    if arguments.against_main_job:
+        against_main_job(arguments.against_main_job)
+    else:
+        against_scratch()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

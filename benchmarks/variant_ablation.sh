@@ -3,10 +3,12 @@
 # recipe's fixed step count and judged by the GLUE suite, pretraining runs as the unit (docs/statistics.md).
 #
 #   benchmarks/variant_ablation.sh ARM [SEED …]    pretrain ARM with each seed (default 0 1 2), then its GLUE suite
-#   benchmarks/variant_ablation.sh verdict ARM     compare ARM's suites against the baseline's, as a group
+#   benchmarks/variant_ablation.sh verdict ARM     judge ARM's suites against the baseline's three recorded runs
 #
-# ARM is one of the names below; `baseline` is the recipe as shipped. Runs land in runs/ablation/ARM_sSEED and their
-# suites in runs/ablation/glue/ARM_sSEED. About 50 minutes a seed on 2 cores (pretraining, then the suite).
+# ARM is one of the names below; `baseline` is the recipe as shipped, whose three runs are recorded in
+# docs/results/suites/ (docs/results/pretraining.md), so it need not be run again. Runs land in
+# runs/ablation/ARM_sSEED and their suites in runs/ablation/glue/ARM_sSEED. About 50 minutes a seed on 2 cores
+# (pretraining, then the suite); keep each suite's glue_seeds.csv in docs/results/suites/ once judged.
 set -euo pipefail
 
 declare -A ARMS=(
@@ -32,8 +34,7 @@ GLUE="lrs=sst2:2e-4,rte:3e-4,1e-3 trainer.val_check_interval=100"
 arm=${1:?"an arm: ${!ARMS[*]}, or verdict ARM"}
 if [[ $arm == verdict ]]; then
   arm=${2:?"verdict ARM"}
-  baseline=(runs/ablation/glue/baseline_s*) against=(runs/ablation/glue/${arm}_s*)
-  exec python -m bertlab compare --output "runs/ablation/verdict_${arm}" --overwrite "${baseline[@]}" -- "${against[@]}"
+  exec python benchmarks/main_job_verdict.py --against-main-job runs/ablation/glue/"${arm}"_s*/glue_seeds.csv
 fi
 [[ -v ARMS[$arm] ]] || { echo "unknown arm $arm; one of: ${!ARMS[*]}" >&2; exit 2; }
 shift

@@ -18,6 +18,7 @@ POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal", "relative_key", "relative_
 RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # Shaw et al.'s distance tables in every layer
 POSITION_TABLE_TYPES = ("absolute", "sinusoidal")  # a bert.embeddings.position_embeddings table
 EMBEDDING_INITS = ("normal", "orthogonal")
+WEIGHT_INITS = ("bert", "modernbert")
 NORM_POSITIONS = ("post", "pre")
 NORM_TYPES = ("layer_norm", "rms_norm")
 CLASSIFIER_POOLINGS = ("pooler", "cls", "mean")
@@ -83,6 +84,7 @@ class BertConfig:
     fused_qkv: bool = True
     low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
     embedding_init: str = "normal"  # or orthogonal tables of the same scale: see BertPreTrainedModel._init_weights
+    weight_init: str = "bert"  # bert: normal(0, initializer_range) | modernbert: truncated, depth-scaled (docs/variants.md)
     # Designs after 2018's BERT (docs/variants.md); each default is BERT's.
     rope_theta: float = 10000.0  # rotary positions: the base frequency (of the global layers)
     local_rope_theta: float | None = None  # rotary positions of the local layers; null: rope_theta
@@ -143,6 +145,9 @@ class BertConfig:
         if self.embedding_init not in EMBEDDING_INITS:
             raise ConfigError(f"model config: unknown embedding_init {self.embedding_init!r}; "
                               f"expected one of {', '.join(EMBEDDING_INITS)}")
+        if self.weight_init not in WEIGHT_INITS:
+            raise ConfigError(f"model config: unknown weight_init {self.weight_init!r}; "
+                              f"expected one of {', '.join(WEIGHT_INITS)}")
         for name in ("tie_word_embeddings", "output_attentions", "output_hidden_states"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"model config: {name} must be true or false, got {getattr(self, name)!r}")

@@ -28,6 +28,7 @@ from bertlab.errors import ConfigError
 from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
 
 IGNORE_INDEX = -100
+MODERNBERT_CUTOFF = 2.0  # ModernBertConfig.initializer_cutoff_factor: its normals are cut at ±2 std
 
 # Factories, not instances: a module instance shared by every layer would share its hooks too.
 ACTIVATIONS = {
@@ -473,13 +474,18 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
         self.config = config
 
     def _init_weights(self, module: nn.Module) -> None:
+        """`weight_init: bert`: every matrix and table normal(0, initializer_range), as transformers' BERT.
+        `modernbert`: as transformers' ModernBertPreTrainedModel, truncated normals cut at ±2 std, the matmuls
+        out of a block (attention and feed-forward outputs) and the heads' dense layers (and an untied decoder)
+        at initializer_range / sqrt(2 · layers), a classifier at hidden_size ** -0.5."""
         std = self.config.initializer_range
         if isinstance(module, nn.Linear):
-            nn.init.normal_(module.weight, mean=0.0, std=std)
+            self._draw(module.weight, self.config.hidden_size ** -0.5
+                       if self._modernbert_init and module is getattr(self, "classifier", None) else std)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, mean=0.0, std=std)
+            self._draw(module.weight, std)
             if module.padding_idx is not None:
                 with torch.no_grad():
                     module.weight[module.padding_idx].zero_()
@@ -489,6 +495,21 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
                 nn.init.zeros_(module.bias)
         elif isinstance(module, BertEmbeddings):  # after its tables (apply visits children first)
             self._init_embedding_tables(module)
+        # After their Linear children (apply visits children first): redrawn at the scale of a block's output
+        elif self._modernbert_init and isinstance(module, (BertSelfOutput, BertPredictionHeadTransform)):
+            self._draw(module.dense.weight, std / math.sqrt(2.0 * self.config.num_hidden_layers))
+        elif self._modernbert_init and isinstance(module, BertLMPredictionHead) and not module.tied:
+            self._draw(module.decoder.weight, std / math.sqrt(2.0 * self.config.num_hidden_layers))
+
+    @property
+    def _modernbert_init(self) -> bool:
+        return self.config.weight_init == "modernbert"
+
+    def _draw(self, weight: torch.Tensor, std: float) -> None:
+        if self._modernbert_init:
+            nn.init.trunc_normal_(weight, mean=0.0, std=std, a=-MODERNBERT_CUTOFF * std, b=MODERNBERT_CUTOFF * std)
+        else:
+            nn.init.normal_(weight, mean=0.0, std=std)
 
     def _init_embedding_tables(self, embeddings: BertEmbeddings) -> None:
         """The sinusoidal table, and `embedding_init: orthogonal`'s tables: orthogonal rows (or columns, for

@@ -188,6 +188,7 @@ def test_label_maps_with_non_integer_ids_are_config_errors():
 @pytest.mark.parametrize(("overrides", "message"), [
     (dict(embedding_init="xavier"), r"^model config: unknown embedding_init 'xavier'; expected one of normal, "
                                     r"orthogonal$"),
+    (dict(weight_init="xavier"), r"^model config: unknown weight_init 'xavier'; expected one of bert, modernbert$"),
     (dict(tie_word_embeddings="no"), r"^model config: tie_word_embeddings must be true or false, got 'no'$"),
     (dict(output_attentions=1), r"^model config: output_attentions must be true or false, got 1$"),
     (dict(output_hidden_states=None), r"^model config: output_hidden_states must be true or false, got None$"),

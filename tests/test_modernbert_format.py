@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab.modernbert_format import to_modernbert_state
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -175,6 +176,27 @@ def test_a_modernbert_masked_lm_folder_starts_a_bertlab_classifier_from_its_head
     ours = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=2)
     assert ours.load_report.missing == ["classifier.weight", "classifier.bias"]
     assert ours.config.classifier_pooling == "cls" and ours.config.non_bert_keys()
+
+
+@pytest.mark.parametrize("architecture", ("BertForMaskedLM", "BertForSequenceClassification"))
+def test_weight_init_modernbert_draws_every_matrix_at_the_scale_transformers_modernbert_draws_it(architecture, tmp_path):
+    """Each weight's spread against the same weight of a ModernBERT transformers initialised itself (scales
+    differ by 2.8× between a block's inputs and outputs, 5× for the classifier), and cut at 2 std: an
+    untruncated normal of a few hundred entries reaches past 2.5 std."""
+    torch.manual_seed(0)
+    config = bertlab_config(weight_init="modernbert", hidden_size=128, intermediate_size=192, tie_word_embeddings=False)
+    ours = BERTLAB[architecture](config)
+    ours.save_pretrained(tmp_path)
+    theirs = getattr(transformers, CLASSES[architecture][0])(transformers.AutoConfig.from_pretrained(tmp_path))
+    our_state = {key: tensor for key, tensor in to_modernbert_state(ours.state_dict(), config.num_hidden_layers,
+                                                                  architecture).items() if tensor.dim() == 2}
+    their_state = theirs.state_dict()
+    assert our_state.keys() <= their_state.keys() and len(our_state) > 4 * config.num_hidden_layers
+    for key, ours_weight in our_state.items():
+        theirs_weight = their_state[key]
+        assert 0.8 < ours_weight.std() / theirs_weight.std() < 1.25, key
+        for weight in (ours_weight, theirs_weight):
+            assert weight.abs().max() <= 2.5 * weight.std(), key
 
 
 def test_a_modernbert_export_reads_back_into_bertlab_with_the_same_config_and_weights(tmp_path):
