@@ -497,13 +497,17 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
             self._init_embedding_tables(module)
         # After their Linear children (apply visits children first): redrawn at the scale of a block's output
         elif self._modernbert_init and isinstance(module, (BertSelfOutput, BertPredictionHeadTransform)):
-            self._draw(module.dense.weight, std / math.sqrt(2.0 * self.config.num_hidden_layers))
+            self._draw(module.dense.weight, self._output_std)
         elif self._modernbert_init and isinstance(module, BertLMPredictionHead) and not module.tied:
-            self._draw(module.decoder.weight, std / math.sqrt(2.0 * self.config.num_hidden_layers))
+            self._draw(module.decoder.weight, self._output_std)
 
     @property
     def _modernbert_init(self) -> bool:
         return self.config.weight_init == "modernbert"
+
+    @property
+    def _output_std(self) -> float:
+        return self.config.initializer_range / math.sqrt(2.0 * self.config.num_hidden_layers)
 
     def _draw(self, weight: torch.Tensor, std: float) -> None:
         if self._modernbert_init:
