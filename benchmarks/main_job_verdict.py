@@ -34,11 +34,15 @@ SCRATCH = {"cola": S(10.4, 0.6), "sst2": S(82.6, 0.5), "mrpc": S(75.1, 0.4), "st
 
 
 def suite_means(path: str | Path) -> dict[str, float]:
-    """A suite's task means over seeds, and GLUE-small, from its glue_seeds.csv."""
+    """A suite's task means over seeds, and GLUE-small, from its glue_seeds.csv; ValueError where a task has no
+    score (a suite still running writes its files after each task)."""
     scores = defaultdict(list)
     with open(path, newline="") as file:
         for row in csv.DictReader(file):
             scores[row["task"]].append(float(row["score"]))
+    missing = [task for task in TASKS if not scores[task]]
+    if missing:
+        raise ValueError(f"{path}: no scores for {', '.join(missing)}")
     means = {task: float(np.mean(scores[task])) for task in TASKS}
     return {**means, "glue": float(np.mean(list(means.values())))}
 
@@ -57,6 +61,8 @@ def against_scratch() -> None:
 
 
 def against_main_job(paths: list[str]) -> None:
+    if len(paths) < 2:
+        raise ValueError(f"{len(paths)} pretraining run given: a verdict on runs as units needs two or more")
     runs, main_job = [suite_means(path) for path in paths], [suite_means(path) for path in MAIN_JOB_SUITES]
     print("| task | `mlm_tiny_wiki` (3 runs) | runs | mean ± std | difference [95% CI] | p | verdict | runs a side for 80% power |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -74,10 +80,13 @@ def main() -> None:
     parser.add_argument("--against-main-job", nargs="+", metavar="SUITE.csv",
                         help="glue_seeds.csv of other pretraining runs, judged against the main job's three runs")
     arguments = parser.parse_args()
-    if arguments.against_main_job:
-        against_main_job(arguments.against_main_job)
-    else:
-        against_scratch()
+    try:
+        if arguments.against_main_job:
+            against_main_job(arguments.against_main_job)
+        else:
+            against_scratch()
+    except ValueError as error:
+        parser.exit(2, f"error: {error}\n")
 
 
 if __name__ == "__main__":

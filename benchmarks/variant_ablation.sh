@@ -4,11 +4,13 @@
 #
 #   benchmarks/variant_ablation.sh ARM [SEED …]    pretrain ARM with each seed (default 0 1 2), then its GLUE suite
 #   benchmarks/variant_ablation.sh verdict ARM     judge ARM's suites against the baseline's three recorded runs
+#   benchmarks/variant_ablation.sh table           every recorded arm in one table (benchmarks/ablation_table.py)
 #
 # ARM is one of the names below; `baseline` is the recipe as shipped, whose three runs are recorded in
 # docs/results/suites/ (docs/results/pretraining.md), so it need not be run again. Runs land in
-# runs/ablation/ARM_sSEED and their suites in runs/ablation/glue/ARM_sSEED. About 50 minutes a seed on 2 cores
-# (pretraining, then the suite); keep each suite's glue_seeds.csv in docs/results/suites/ once judged.
+# runs/ablation/ARM_sSEED and their suites in runs/ablation/glue/ARM_sSEED, under the folder it is run from; each
+# finished seed is recorded in docs/results/suites/ (ablation_ARM_sSEED.json and .csv), which `table` and `verdict`
+# read. 31–38 minutes a seed on 2 cores with bf16 (pretraining, then the suite; docs/variants.md).
 set -euo pipefail
 
 declare -A ARMS=(
@@ -31,11 +33,13 @@ declare -A ARMS=(
 )
 GLUE="lrs=sst2:2e-4,rte:3e-4,1e-3 trainer.val_check_interval=100"
 
-arm=${1:?"an arm: ${!ARMS[*]}, or verdict ARM"}
+here=$(dirname "$0")
+arm=${1:?"an arm: ${!ARMS[*]}, or verdict ARM, or table"}
 if [[ $arm == verdict ]]; then
   arm=${2:?"verdict ARM"}
-  exec python benchmarks/main_job_verdict.py --against-main-job runs/ablation/glue/"${arm}"_s*/glue_seeds.csv
+  exec python "$here"/main_job_verdict.py --against-main-job "$here"/../docs/results/suites/ablation_"${arm}"_s*.csv
 fi
+[[ $arm == table ]] && exec python "$here"/ablation_table.py
 [[ -v ARMS[$arm] ]] || { echo "unknown arm $arm; one of: ${!ARMS[*]}" >&2; exit 2; }
 shift
 for seed in "${@:-0 1 2}"; do
@@ -44,5 +48,6 @@ for seed in "${@:-0 1 2}"; do
     # shellcheck disable=SC2086  # the overrides are words
     python -m bertlab train +recipe=mlm_tiny_wiki seed="$s" ${ARMS[$arm]} hydra.run.dir="$run" resume=auto
     python -m bertlab glue "$run" $GLUE hydra.sweep.dir=runs/ablation/glue/${arm}_s$s
+    python "$here"/ablation_table.py record "$run" runs/ablation/glue/${arm}_s$s
   done
 done
