@@ -21,6 +21,7 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 from main_job_verdict import MAIN_JOB_SUITES, SUITES, TASKS, suite_means
 
 from bertlab.stats import compare_scores, summarize
@@ -60,6 +61,11 @@ def joined(values: list[float], digits: int = 1) -> str:
     return " / ".join(f"{value:,.{digits}f}" for value in values)
 
 
+def task_cells(runs: list[dict]) -> str:
+    """Each task's mean over the runs, as table cells."""
+    return " | ".join(f"{np.mean([run[task] for run in runs]):.1f}" for task in TASKS)
+
+
 def table() -> None:
     baseline = [suite_means(path) for path in MAIN_JOB_SUITES]
     base = summarize([run["glue"] for run in baseline])
@@ -68,22 +74,20 @@ def table() -> None:
     print("| arm | runs | steps | training min | held-out loss | plain-text ppl | "
           + " | ".join(TASKS) + " | GLUE-small | difference [95% CI] | verdict |")
     print("| --- " * (9 + len(TASKS)) + "|")
-    print(f"| baseline | {len(baseline)} | (docs/results/pretraining.md) | | | | "
-          + " | ".join(f"{summarize([run[task] for run in baseline]).mean:.1f}" for task in TASKS)
-          + f" | {base.mean:.1f} ± {base.std:.1f} | | |")
+    print(f"| baseline | {len(baseline)} | (docs/results/pretraining.md) | | | | {task_cells(baseline)} | "
+          f"{base.mean:.1f} ± {base.std:.1f} | | |")
     for arm, rows in arms().items():
         figures, means = [row[0] for row in rows], [row[1] for row in rows]
         glue = [run["glue"] for run in means]
-        result = compare_scores([run["glue"] for run in baseline], glue, paired=False)
-        judged = (f"{result.difference:+.1f} [{result.low:+.1f}, {result.high:+.1f}] | {result.verdict}"
-                  if len(rows) > 1 else f"{result.difference:+.1f} | one run: not judged")
-        side = summarize(glue)
-        spread = f" ± {side.std:.1f} ({joined(glue)})" if len(rows) > 1 else ""
+        if len(rows) > 1:
+            result, side = compare_scores([run["glue"] for run in baseline], glue, paired=False), summarize(glue)
+            scored = (f"{side.mean:.1f} ± {side.std:.1f} ({joined(glue)}) | {result.difference:+.1f} "
+                      f"[{result.low:+.1f}, {result.high:+.1f}] | {result.verdict}")
+        else:
+            scored = f"{glue[0]:.1f} | {glue[0] - base.mean:+.1f} | one run: not judged"
         print(f"| {arm} | {len(rows)} | {joined([run['steps'] for run in figures], 0)} | "
               f"{joined([run['minutes'] for run in figures])} | {joined([run['loss'] for run in figures], 2)} | "
-              f"{joined([run['ppl'] for run in figures], 0)} | "
-              + " | ".join(f"{summarize([run[task] for run in means]).mean:.1f}" for task in TASKS)
-              + f" | {side.mean:.1f}{spread} | {judged} |")
+              f"{joined([run['ppl'] for run in figures], 0)} | {task_cells(means)} | {scored} |")
 
 
 def main() -> None:

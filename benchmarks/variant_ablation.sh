@@ -10,7 +10,7 @@
 # docs/results/suites/ (docs/results/pretraining.md), so it need not be run again. Runs land in
 # runs/ablation/ARM_sSEED and their suites in runs/ablation/glue/ARM_sSEED, under the folder it is run from; each
 # finished seed is recorded in docs/results/suites/ (ablation_ARM_sSEED.json and .csv), which `table` and `verdict`
-# read. 31–38 minutes a seed on 2 cores with bf16 (pretraining, then the suite; docs/variants.md).
+# read. 31–50 minutes a seed on 2 cores with bf16 (pretraining, then the suite; docs/variants.md).
 set -euo pipefail
 
 declare -A ARMS=(
