@@ -2,8 +2,8 @@
 Lightning Trainer (as `bertlab train` runs them), split by part of the model and of the loop.
 
 Run from the repository root: `python -m benchmarks.profile_step [--sizes bert_tiny,bert_mini]
-[--vocab 30522] [--steps 20] [--mlm-probability 0.15] [--dropout P]`. Prints, per size, each part's
-milliseconds per step and share. The `mlm_tiny` recipe's step: `--vocab 8192 --mlm-probability 0.4
+[--vocab 30522] [--steps 20] [--mlm-probability 0.15] [--dropout P] [--shape modernbert]`. Prints, per
+size, each part's milliseconds per step and share. The `mlm_tiny` recipe's step: `--vocab 8192 --mlm-probability 0.4
 --dropout 0` (its 40% masking gives the head 2.7× the positions of 15%).
 
 Forward time is attributed by the module (or function) it ran in; backward time by the forward op
@@ -12,6 +12,11 @@ holds the attention block's forward and its gradients. "other forward" is what t
 outside those parts (the attention bias, logging); "other backward" the autograd engine's own time
 and gradients of ops outside the parts; "Lightning loop" what is left of the step's wall time.
 The profiler itself costs time: compare shares, and the unprofiled ms/step printed beside them.
+
+`--shape modernbert` profiles the ModernBERT-shaped step of `bench --sections modernbert` instead, and
+beside it transformers' ModernBertForMaskedLM with `sparse_prediction=True` in its training loop: each
+system's profiled ms/step and the part of it spent in matrix products (aten::mm, addmm, bmm), which
+says how much of the gap between the two is arithmetic and how much is the rest of the step.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from torch.autograd.profiler import record_function
 from torch.utils.data import DataLoader
 
 from bertlab import model as model_module
+from bertlab.bench import modernbert
 from bertlab.bench.pretraining import (MlmSetup, bertlab_batch, bertlab_measurement, bertlab_module, mlm_config,
                                        mlm_examples)
 from bertlab.lit import pretraining as pretraining_module
@@ -46,6 +52,7 @@ FUNCTION_PARTS = {(model_module, "linear_cross_entropy_sum"): "MLM head (transfo
 STAGE = "stage: "
 STAGE_HOOKS = {"training_step": "forward", "backward": "backward", "configure_gradient_clipping": "clipping"}
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
 
 
 def scoped(function, part: str, prefix: str = SCOPE):
@@ -121,9 +128,14 @@ def breakdown(events, step_ms: float, steps: int) -> dict[str, float]:
     return per_step
 
 
+def matmul_ms(events, steps: int) -> float:
+    """Milliseconds per step the profiled `steps` spent inside matrix products."""
+    return sum(event.self_cpu_time_total for event in events if event.name in MATMULS) / steps / 1e3
+
+
 def profile(setup: MlmSetup, special_ids: dict[str, int], steps: int,
-            **module_options) -> tuple[dict[str, float], float, float]:
-    """(ms per step by part, profiled ms/step, unprofiled ms/step)."""
+            **module_options) -> tuple[dict[str, float], float, float, float]:
+    """(ms per step by part, profiled ms/step, unprofiled ms/step, matmul ms/step)."""
     unprofiled = bertlab_measurement(setup, special_ids, **module_options)() / setup.steps * 1e3
     module = bertlab_module(setup, special_ids, **module_options)
     batches = [bertlab_batch(mlm_examples(setup, special_ids))] * (setup.warmup + steps)
@@ -135,7 +147,21 @@ def profile(setup: MlmSetup, special_ids: dict[str, int], steps: int,
                             enable_progress_bar=False, enable_model_summary=False, callbacks=[clock])
         trainer.fit(module, train_dataloaders=DataLoader(batches, batch_size=None))
     step_ms = sum(clock.times[setup.warmup:]) / steps * 1e3
-    return breakdown(profiler.events(), step_ms, steps), step_ms, unprofiled
+    events = profiler.events()
+    return breakdown(events, step_ms, steps), step_ms, unprofiled, matmul_ms(events, steps)
+
+
+def profile_transformers_sparse(setup: MlmSetup, special_ids: dict[str, int]) -> tuple[float, float]:
+    """(profiled ms/step, matmul ms/step) of ModernBertForMaskedLM with sparse_prediction=True in
+    transformers' loop, over its warm-up and timed steps alike."""
+    measure = modernbert.modernbert_measurement(setup, special_ids, sparse_prediction=True)
+    measure()  # its first steps, unprofiled
+    steps = setup.warmup + setup.steps
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        started = time.perf_counter()
+        measure()
+        step_ms = (time.perf_counter() - started) / steps * 1e3
+    return step_ms, matmul_ms(profiler.events(), steps)
 
 
 def main() -> None:
@@ -148,6 +174,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--mlm-probability", type=float, default=0.15)
     parser.add_argument("--dropout", type=float, default=None, help="default: the size's own (0.1)")
+    parser.add_argument("--shape", choices=("bert", "modernbert"), default="bert",
+                        help="modernbert: the sizes with ModernBERT's knobs, beside transformers' sparse_prediction")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from bertlab.tokenizer import load_tokenizer, special_token_ids
@@ -156,17 +184,25 @@ def main() -> None:
     special_ids = special_token_ids(load_tokenizer(model_dir))
     add_scopes()
     for size in args.sizes.split(","):
-        setup = MlmSetup(size, mlm_config(size, args.vocab), args.batch_size, args.length, model_dir,
-                         torch.device("cpu"), "fp32", args.steps, warmup=3)
-        parts, step_ms, unprofiled = profile(setup, special_ids, args.steps, mlm_probability=args.mlm_probability,
-                                             dropout=args.dropout)
+        config = (modernbert.modernbert_shaped(size, args.vocab) if args.shape == "modernbert"
+                  else mlm_config(size, args.vocab))
+        setup = MlmSetup(size, config, args.batch_size, args.length, model_dir, torch.device("cpu"), "fp32",
+                         args.steps, warmup=3)
+        parts, step_ms, unprofiled, matmuls = profile(setup, special_ids, args.steps,
+                                                      mlm_probability=args.mlm_probability, dropout=args.dropout)
         dropout = "default" if args.dropout is None else f"{args.dropout:g}"
-        print(f"\n{size}, vocab {args.vocab}, batch {args.batch_size} x {args.length}, "
+        print(f"\n{size} ({args.shape}-shaped), vocab {args.vocab}, batch {args.batch_size} x {args.length}, "
               f"masking {args.mlm_probability:g}, dropout {dropout}, fp32, "
-              f"{torch.get_num_threads()} threads: {step_ms:.0f} ms/step profiled, {unprofiled:.0f} unprofiled")
+              f"{torch.get_num_threads()} threads: {step_ms:.0f} ms/step profiled, {unprofiled:.0f} unprofiled, "
+              f"{matmuls:.0f} of them in matrix products")
         print(f"| {'part':<46} | ms/step | share |\n| --- | ---: | ---: |")
         for part, ms in sorted(parts.items(), key=lambda item: -item[1]):
             print(f"| {part:<46} | {ms:7.1f} | {ms / step_ms:5.1%} |")
+        if args.shape == "modernbert":
+            theirs, their_matmuls = profile_transformers_sparse(setup, special_ids)
+            print(f"transformers' ModernBertForMaskedLM, sparse_prediction=True: {theirs:.0f} ms/step profiled, "
+                  f"{their_matmuls:.0f} in matrix products, {theirs - their_matmuls:.0f} outside them "
+                  f"(bertlab: {step_ms - matmuls:.0f}); profiled ratio {theirs / step_ms:.2f}x")
 
 
 if __name__ == "__main__":

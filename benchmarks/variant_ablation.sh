@@ -22,6 +22,8 @@ declare -A ARMS=(
   [no_biases]="model.attention_bias=false model.ffn_bias=false model.norm_bias=false model.head_bias=false"
   [rms_norm]="model.norm_type=rms_norm model.norm_bias=false"
   [local_global]="model.local_attention_window=64 model.global_attention_every_n_layers=2"
+  # ModernBERT's own window: ±64 positions, so a local layer's [CLS] reads half of a 128-token row
+  [local_global_w128]="model.local_attention_window=128 model.global_attention_every_n_layers=2"
   [no_token_types]="model.type_vocab_size=0"
   # 4 layers of 116 (2 heads of 58, even for rotary) instead of 2 of 128: 2.61M parameters with 16,384 WordPieces
   # (BertForMaskedLM), BERT-Tiny's 2.59M
