@@ -8,6 +8,7 @@ import torch
 
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.errors import ConfigError
+from bertlab.model import BertHeadPooler, BertPooler
 
 VOCAB, LENGTH = 120, 24
 MODERNBERT = dict(position_embedding_type="rotary", type_vocab_size=0, norm_position="pre",
@@ -242,6 +243,16 @@ def test_mean_pooling_reads_only_the_unmasked_positions():
     batch = padded_batch()
     logits = model(batch["input_ids"], batch["attention_mask"]).logits
     torch.testing.assert_close(logits[2:], model(batch["input_ids"][2:, :7]).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_a_masked_lm_checkpoint_fine_tunes_through_the_classifier_input_chosen_at_loading(tmp_path):
+    torch.manual_seed(0)
+    BertForMaskedLM(config(norm_position="pre", norm_type="rms_norm", norm_bias=False)).save_pretrained(tmp_path)
+    pooled = BertForSequenceClassification.from_pretrained(tmp_path)
+    normed = BertForSequenceClassification.from_pretrained(tmp_path, classifier_pooling="cls")
+    assert isinstance(pooled.bert.pooler, BertPooler) and isinstance(normed.bert.pooler, BertHeadPooler)
+    encoder = {k: v for k, v in normed.state_dict().items() if ".encoder." in k or ".embeddings." in k}
+    assert encoder and all(torch.equal(v, pooled.state_dict()[k]) for k, v in encoder.items())
 
 
 def test_mean_pooling_refuses_a_3d_mask_in_one_line_as_it_names_no_positions_to_average():

@@ -13,11 +13,14 @@ from bertlab.presets import CHECKPOINT_KEYS
 from bertlab.training.checks.values import overridden_keys
 
 DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
+# What the classifier reads: a masked-LM checkpoint carries no classifier, so fine-tuning builds it fresh and may
+# choose it (BERT's pooler or ModernBERT's normed head; docs/variants.md).
+CLASSIFIER_KEYS = ("classifier_pooling",)
 # Keys of the model group that define the architecture: with `init_from` they come from the
 # checkpoint's config.json, so an override of one of them cannot take effect.
 ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size",
                      "position_embedding_type", "max_position_embeddings", "type_vocab_size", "hidden_act",
-                     *VARIANT_KEYS)
+                     *(key for key in VARIANT_KEYS if key not in CLASSIFIER_KEYS))
 
 
 def model_config(model_cfg: DictConfig, **values) -> BertConfig:
@@ -30,13 +33,14 @@ def model_config(model_cfg: DictConfig, **values) -> BertConfig:
 
 
 def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | None = None) -> dict:
-    """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches,
-    and the dropout probabilities the command line set (`overridden`: the keys it set, by default those
-    of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
+    """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches, and the
+    dropout probabilities and classifier input the command line set (`overridden`: the keys it set, by default
+    those of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
     by `check_init_from`)."""
     if overridden is None:
         overridden = overridden_keys(HydraConfig.get().overrides.task)
-    chosen = [*RUNTIME_SWITCHES, *(key for key in DROPOUT_KEYS if f"model.{key}" in overridden)]
+    chosen = [*RUNTIME_SWITCHES,
+              *(key for key in (*DROPOUT_KEYS, *CLASSIFIER_KEYS) if f"model.{key}" in overridden)]
     return {key: model_cfg[key] for key in chosen if key in model_cfg}
 
 

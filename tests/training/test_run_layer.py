@@ -82,6 +82,15 @@ def test_init_from_takes_dropout_and_run_time_switches(compose_config):
     model_group.check_init_from(config, values.overridden_keys(config.hydra.overrides.task))
 
 
+def test_init_from_takes_the_classifier_input_the_command_line_chooses(compose_config):
+    config = compose_config("fine_tune", "model.init_from=/some/checkpoint", "model.classifier_pooling=cls")
+    overridden = values.overridden_keys(config.hydra.overrides.task)
+    model_group.check_init_from(config, overridden)
+    assert model_group.init_from_overrides(config.model, overridden)["classifier_pooling"] == "cls"
+    assert "classifier_pooling" not in model_group.init_from_overrides(
+        compose_config("fine_tune", "model.init_from=/some/checkpoint").model, set())
+
+
 def test_the_run_folder_of_a_finished_run_is_refused_unless_resumed(tmp_path):
     run_folder_checks.check_run_folder(tmp_path / "new", None)
     (tmp_path / "config.yaml").write_text("")  # a failed start left only its config: not a run's results
