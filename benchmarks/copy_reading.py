@@ -18,12 +18,9 @@ import torch
 from tokenizers import Tokenizer
 
 from bertlab import BertForMaskedLM
+from bertlab.commands.arguments import checkpoint_folder
 
 ROWS, MASKED = 256, 0.15
-
-
-def model_folder(path: Path) -> Path:
-    return path / "hf_model" if (path / "hf_model").is_dir() else path
 
 
 def segments(tokenizer: Tokenizer, text: Path, length: int) -> torch.Tensor:
@@ -64,7 +61,7 @@ def copy_accuracy(model: BertForMaskedLM, tokenizer: Tokenizer, text: Path, leng
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("runs", nargs="+", type=checkpoint_folder)
     parser.add_argument("--text", type=Path,
                         default=Path(os.environ.get("BERTLAB_DATA_DIR", "../shared/data")) / "corpus" / "validation.txt",
                         help="plain text, one paragraph a line (default: corpus/validation.txt in $BERTLAB_DATA_DIR, "
@@ -74,9 +71,8 @@ def main() -> None:
     print("| model | local window | accuracy, copy visible | copy masked too | what the copy adds |")
     print("| --- | --- | --- | --- | --- |")
     for run in args.runs:
-        folder = model_folder(run)
-        model = BertForMaskedLM.from_pretrained(folder).eval()
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        model = BertForMaskedLM.from_pretrained(run).eval()
+        tokenizer = Tokenizer.from_file(str(Path(run) / "tokenizer.json"))
         visible, hidden = copy_accuracy(model, tokenizer, args.text, args.length)
         window = model.config.local_attention_window
         print(f"| {run} | {window or 'none'} | {visible:.3f} | {hidden:.3f} | {visible - hidden:+.3f} |")
