@@ -82,6 +82,23 @@ def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool) -> Verd
     return Verdict(test, difference, low, high, float(result.pvalue), judge(low, high), needed)
 
 
+def compare_summaries(a: tuple[float, float, int], b: tuple[float, float, int]) -> Verdict:
+    """Welch's verdict on b against a where only each side's (mean, sample std, n) was kept, not its scores:
+    compare_scores' Welch test, its interval from the Welch–Satterthwaite degrees of freedom."""
+    (mean_a, std_a, n_a), (mean_b, std_b, n_b) = a, b
+    difference = mean_b - mean_a
+    if min(n_a, n_b) < 2:
+        return Verdict(WELCH, difference, math.nan, math.nan, math.nan, UNDECIDED, None)
+    variance_a, variance_b = std_a ** 2 / n_a, std_b ** 2 / n_b
+    if variance_a + variance_b == 0:
+        return Verdict(WELCH, difference, difference, difference, math.nan, judge(difference, difference), None)
+    df = (variance_a + variance_b) ** 2 / (variance_a ** 2 / (n_a - 1) + variance_b ** 2 / (n_b - 1))
+    half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(variance_a + variance_b)
+    p_value = float(stats.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False).pvalue)
+    low, high = difference - half, difference + half
+    return Verdict(WELCH, difference, low, high, p_value, judge(low, high), welch_seeds_needed(difference, std_a, std_b))
+
+
 def judge(low: float, high: float) -> str:
     return BETTER if low > 0 else WORSE if high < 0 else UNDECIDED
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bertlab.stats import (BETTER, PAIRED, UNDECIDED, WELCH, WORSE, compare_scores, paired_seeds_needed, summarize,
-                           welch_seeds_needed)
+from bertlab.stats import (BETTER, PAIRED, UNDECIDED, WELCH, WORSE, compare_scores, compare_summaries, paired_seeds_needed,
+                           summarize, welch_seeds_needed)
 
 T_975_2 = 4.302653  # Student's t, 97.5th percentile, 2 degrees of freedom (any t table)
 
@@ -53,6 +53,23 @@ def test_welchs_interval_is_the_hand_computed_one():
     assert verdict.test == WELCH and verdict.difference == pytest.approx(5.0)
     assert (verdict.low, verdict.high) == (pytest.approx(5 - half), pytest.approx(5 + half))
     assert verdict.verdict == BETTER
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_welch_from_summaries_is_welch_from_the_scores(seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(50, 2, size=3), rng.normal(52, 4, size=5)
+    from_scores = compare_scores(a, b, paired=False)
+    from_summaries = compare_summaries((a.mean(), a.std(ddof=1), 3), (b.mean(), b.std(ddof=1), 5))
+    assert from_summaries.test == WELCH and from_summaries.verdict == from_scores.verdict
+    assert from_summaries.needed == from_scores.needed
+    for field in ("difference", "low", "high", "p_value"):
+        assert getattr(from_summaries, field) == pytest.approx(getattr(from_scores, field))
+
+
+def test_welch_from_summaries_needs_two_values_a_side():
+    verdict = compare_summaries((50.0, 1.0, 3), (60.0, math.nan, 1))
+    assert verdict.difference == 10.0 and verdict.verdict == UNDECIDED and math.isnan(verdict.low)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -2,9 +2,9 @@
 # Issue 61's ablation: from mlm_tiny_wiki, one modern design at a time, then all of them, each pretrained with the
 # recipe's fixed step count and judged by the GLUE suite, pretraining runs as the unit (docs/statistics.md).
 #
-#   benchmarks/variant_ablation.sh ARM [SEED …]    pretrain ARM with each seed (default 0 1 2), then its GLUE suite
-#   benchmarks/variant_ablation.sh verdict ARM     judge ARM's suites against the baseline's three recorded runs
-#   benchmarks/variant_ablation.sh table           every recorded arm in one table (benchmarks/ablation_table.py)
+#   experiments/variant_ablation.sh ARM [SEED …]    pretrain ARM with each seed (default 0 1 2), then its GLUE suite
+#   experiments/variant_ablation.sh verdict ARM     judge ARM's suites against the baseline's three recorded runs
+#   experiments/variant_ablation.sh table           every recorded arm in one table (experiments/ablation_table.py)
 #
 # ARM is one of the names below; `baseline` is the recipe as shipped, whose three runs are recorded in
 # docs/results/suites/ (docs/results/pretraining.md), so it need not be run again. Runs land in

@@ -4,7 +4,7 @@
 tokens, and compares the accuracy at those positions with the copy visible and with the copy masked too; the
 difference is what the copy adds. A's token i and its copy are half the row apart (63 positions at 128).
 
-Run from the repository root: `python -m benchmarks.copy_reading RUN_DIR [RUN_DIR …] [--text FILE]`, each
+Run from the repository root: `python -m experiments.copy_reading RUN_DIR [RUN_DIR …] [--text FILE]`, each
 RUN_DIR a pretraining run folder (its hf_model/) or an exported model folder.
 """
 

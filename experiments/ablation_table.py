@@ -1,11 +1,11 @@
-"""The ablation's table (benchmarks/variant_ablation.sh): a row for each arm from its recorded pretraining runs and
+"""The ablation's table (experiments/variant_ablation.sh): a row for each arm from its recorded pretraining runs and
 their GLUE suites, judged against the main job's three recorded runs (main_job_verdict.py; each pretraining run a
 unit, Welch's test).
 
-    python benchmarks/ablation_table.py record RUN SUITE_DIR
+    python experiments/ablation_table.py record RUN SUITE_DIR
         keep a finished run in docs/results/suites/ as ablation_ARM_sSEED.json (the pretraining's final figures, from
         RUN/metrics.json) and ablation_ARM_sSEED.csv (SUITE_DIR/glue_seeds.csv); RUN's folder name is ARM_sSEED
-    python benchmarks/ablation_table.py
+    python experiments/ablation_table.py
         the table of every recorded arm
 
 An arm with one pretraining run gets its figures and its difference, no verdict: the spread between pretraining runs

@@ -1,10 +1,10 @@
 """The README's main job (`mlm_tiny_wiki`, three pretraining runs) judged from recorded figures, where the suites'
 folders are not all at hand: each pretraining run is a unit (its task means over fine-tuning seeds).
 
-    python benchmarks/main_job_verdict.py
+    python experiments/main_job_verdict.py
         the headline: the three runs against scratch (the mean ± std of its seed units), Welch's test from those
-        summaries (rejudge_claims.welch_from_stats: the interval from the Welch–Satterthwaite degrees of freedom)
-    python benchmarks/main_job_verdict.py --against-main-job SUITE.csv [SUITE.csv …]
+        summaries (bertlab.stats.compare_summaries: the interval from the Welch–Satterthwaite degrees of freedom)
+    python experiments/main_job_verdict.py --against-main-job SUITE.csv [SUITE.csv …]
         other pretraining runs (one GLUE suite's glue_seeds.csv each, e.g. docs/results/suites/) judged against the
         three runs: Welch's test on the run units (bertlab.stats.compare_scores), the test `bertlab compare` runs
         on two groups of suites
@@ -21,16 +21,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from rejudge_claims import S, welch_from_stats
 
-from bertlab.stats import compare_scores, summarize
+from bertlab.stats import compare_scores, compare_summaries, summarize
 
 TASKS = ("cola", "sst2", "mrpc", "stsb", "rte")
 # Each run's task means over its fine-tuning seeds (their per-seed scores were not kept), as one-seed suites
 SUITES = Path(__file__).resolve().parent.parent / "docs" / "results" / "suites"
 MAIN_JOB_SUITES = sorted(SUITES.glob("mlm_tiny_wiki_s*_means.csv"))
-SCRATCH = {"cola": S(10.4, 0.6), "sst2": S(82.6, 0.5), "mrpc": S(75.1, 0.4), "stsb": S(13.6, 2.6), "rte": S(51.4, 1.7),
-           "glue": S(46.6, 0.7)}  # mean, std over scratch seeds 0, 1, 2
+SCRATCH = {"cola": (10.4, 0.6, 3), "sst2": (82.6, 0.5, 3), "mrpc": (75.1, 0.4, 3), "stsb": (13.6, 2.6, 3),
+           "rte": (51.4, 1.7, 3), "glue": (46.6, 0.7, 3)}  # mean, std, n over scratch seeds 0, 1, 2
 
 
 def suite_means(path: str | Path) -> dict[str, float]:
@@ -54,10 +53,10 @@ def against_scratch() -> None:
     for task in (*TASKS, "glue"):
         values = [run[task] for run in runs]
         side = summarize(values)
-        result = welch_from_stats(SCRATCH[task], S(side.mean, side.std, side.n))
-        print(f"| {task} | {SCRATCH[task].mean:.1f} | {' / '.join(f'{value:.1f}' for value in values)} | {side.mean:.1f} "
+        result = compare_summaries(SCRATCH[task], (side.mean, side.std, side.n))
+        print(f"| {task} | {SCRATCH[task][0]:.1f} | {' / '.join(f'{value:.1f}' for value in values)} | {side.mean:.1f} "
               f"[{side.low:.1f}, {side.high:.1f}] | {result.difference:+.1f} [{result.low:+.1f}, {result.high:+.1f}] | "
-              f"{result.p:.2g} | {result.verdict} | {result.needed} |")
+              f"{result.p_value:.2g} | {result.verdict} | {result.needed} |")
 
 
 def against_main_job(paths: list[str]) -> None:
