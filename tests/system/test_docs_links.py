@@ -4,6 +4,7 @@ its history in docs/results/log/."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -15,14 +16,16 @@ RESULTS = sorted((ROOT / "docs" / "results").glob("*.md"))
 MOST_BYTES = 15_000
 # [text](target) and ![alt](target); a target ends at the first space (a title may follow) or the closing parenthesis
 LINK = re.compile(r"!?\[[^\]]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
+FENCE = re.compile(r"```.*?```", re.DOTALL)
 CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 
 
+@functools.cache
 def anchors(page: Path) -> set[str]:
     """The heading anchors GitHub gives a page: lower case, punctuation dropped, spaces as hyphens, -1, -2 … on
     repeats."""
     found: set[str] = set()
-    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", CODE.sub("", page.read_text(encoding="utf-8")), re.MULTILINE):
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", FENCE.sub("", page.read_text(encoding="utf-8")), re.MULTILINE):
         slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
         anchor, repeat = slug, 0
         while anchor in found:
@@ -52,11 +55,13 @@ def test_every_relative_link_resolves(page):
 
 
 def test_a_broken_link_and_a_missing_heading_are_found(tmp_path):
-    (tmp_path / "other.md").write_text("# A heading, with punctuation\n## Twice\n## Twice\n")
+    (tmp_path / "other.md").write_text("# A heading, with `code`\n## Twice\n## Twice\n```\n# not a heading\n```\n")
     page = tmp_path / "page.md"
-    page.write_text("[fine](other.md#a-heading-with-punctuation) [repeat](other.md#twice-1) [web](https://example.org)\n"
+    page.write_text("[fine](other.md#a-heading-with-code) [repeat](other.md#twice-1) [web](https://example.org)\n"
+                    "[in a fence](other.md#not-a-heading)\n"
                     "`[in code](nowhere.md)` [gone](nowhere.md) [no heading](other.md#nowhere)\n")
-    assert broken_links(page) == ["nowhere.md: no such file", "other.md#nowhere: no such heading"]
+    assert broken_links(page) == ["other.md#not-a-heading: no such heading", "nowhere.md: no such file",
+                                  "other.md#nowhere: no such heading"]
 
 
 @pytest.mark.parametrize("page", RESULTS, ids=lambda page: page.name)
