@@ -9,7 +9,7 @@ unit, Welch's test).
         the table of every recorded arm
 
 An arm with one pretraining run gets its figures and its difference, no verdict: the spread between pretraining runs
-of one recipe (docs/results/pretraining.md) is measured from more than one.
+of one recipe (docs/results/log/pretraining.md) is measured from more than one.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ folders are not all at hand: each pretraining run is a unit (its task means over
         three runs: Welch's test on the run units (bertlab.stats.compare_scores), the test `bertlab compare` runs
         on two groups of suites
 
-The main job's runs are docs/results/suites/mlm_tiny_wiki_s*_means.csv (docs/results/pretraining.md, "The main job
+The main job's runs are docs/results/suites/mlm_tiny_wiki_s*_means.csv (docs/results/log/pretraining.md, "The main job
 judged (2026-12-02)"); scratch's summary is below.
 """
 
