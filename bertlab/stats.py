@@ -96,7 +96,8 @@ def compare_summaries(a: tuple[float, float, int], b: tuple[float, float, int]) 
     half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(variance_a + variance_b)
     p_value = float(stats.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False).pvalue)
     low, high = difference - half, difference + half
-    return Verdict(WELCH, difference, low, high, p_value, judge(low, high), welch_seeds_needed(difference, std_a, std_b))
+    needed = welch_seeds_needed(difference, std_a, std_b)
+    return Verdict(WELCH, difference, low, high, p_value, judge(low, high), needed)
 
 
 def judge(low: float, high: float) -> str:

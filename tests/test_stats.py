@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bertlab.stats import (BETTER, PAIRED, UNDECIDED, WELCH, WORSE, compare_scores, compare_summaries, paired_seeds_needed,
-                           summarize, welch_seeds_needed)
+from bertlab.stats import (BETTER, PAIRED, UNDECIDED, WELCH, WORSE, compare_scores, compare_summaries,
+                           paired_seeds_needed, summarize, welch_seeds_needed)
 
 T_975_2 = 4.302653  # Student's t, 97.5th percentile, 2 degrees of freedom (any t table)
 
