@@ -20,8 +20,8 @@ from bertlab.errors import UsageError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
 from bertlab.lit.classification import validation_metrics
-from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first, plot_heads,
-                                               pruning_curve)
+from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first,
+                                               most_pruned_within, plot_heads, pruning_curve)
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
@@ -91,8 +91,7 @@ def main(argv: list[str], prog: str) -> None:
     curve = pruning_curve(model, data, order, step=args.step)
     write_csv(output / "pruning_curve.csv", curve)
     full = curve[0][metric]
-    within = [row for row in curve if (full - row[metric]) * 100 < args.max_drop]
-    keep = max(within, key=lambda row: row["heads_pruned"])
+    keep = most_pruned_within(curve, metric, args.max_drop)
     plot_heads(importance, curve, metric, args.max_drop, output / "heads.png")
     print(f"{metric}: {100 * full:.2f} with all {len(order)} heads; {keep['heads_pruned']} can go at "
           f"< {args.max_drop} point(s) of loss ({100 * keep[metric]:.2f} with {keep['heads_left']} heads)")
