@@ -13,7 +13,9 @@ them here, in one place.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import logging
 import os
 import re
 import shutil
@@ -38,6 +40,7 @@ from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.run_folder_checks import check_output_folder
 from bertlab.value_rules import format_value
 
+log = logging.getLogger("bertlab")
 CONFIG_MODULE = "bertlab.conf"
 # Hydra's flags, and those of them that take a value: bertlab takes them anywhere on the command
 # line (`fine-tune +recipe=sst2 -m seed=1,2,3`); Hydra's parser wants them before the overrides.
@@ -52,9 +55,21 @@ FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-
 
 def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
     """`${local_or_hub:${paths.data_dir},sst2,stanfordnlp/sst2}`: the local copy when a data folder
-    is configured (BERTLAB_DATA_DIR) and holds it, else the hub id."""
-    local = Path(data_dir or "") / local_name
-    return str(local) if data_dir not in (None, "") and local.exists() else hub_id
+    is configured (BERTLAB_DATA_DIR) and holds it, else the hub id; a configured folder without it is
+    said as a warning, for a mistyped BERTLAB_DATA_DIR would train on other data unawares."""
+    if data_dir in (None, ""):
+        return hub_id
+    local = Path(data_dir) / local_name
+    if local.exists():
+        return str(local)
+    warn_hub_instead(data_dir, local_name, hub_id)
+    return hub_id
+
+
+@functools.cache  # once a process: OmegaConf calls a resolver at every access
+def warn_hub_instead(data_dir: str, local_name: str, hub_id: str) -> None:
+    log.warning("BERTLAB_DATA_DIR=%s has no %s: reading %s from the Hugging Face hub instead", data_dir, local_name,
+                hub_id)
 
 
 def model_path_from_package(package: str) -> str:
