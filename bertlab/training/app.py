@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.resources
 import logging
 import os
 import re
@@ -70,6 +71,27 @@ def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
 def warn_hub_instead(data_dir: str, local_name: str, hub_id: str) -> None:
     log.warning("BERTLAB_DATA_DIR=%s has no %s: reading %s from the Hugging Face hub instead", data_dir, local_name,
                 hub_id)
+
+
+LOCAL_OR_HUB = re.compile(r"\$\{local_or_hub:\$\{paths\.data_dir\},([^,}]+),([^}]+)\}")
+
+
+def local_copy(source: str) -> str:
+    """`source` read as a recipe reads it: a hub id that a shipped config pairs with a local folder
+    (`${local_or_hub:${paths.data_dir},sst2,stanfordnlp/sst2}`) is that folder of BERTLAB_DATA_DIR where it holds it."""
+    for local_name, hub_id in shipped_local_copies():
+        if hub_id == source:
+            return local_or_hub(os.environ.get("BERTLAB_DATA_DIR"), local_name, hub_id)
+    return source
+
+
+@functools.cache
+def shipped_local_copies() -> list[tuple[str, str]]:
+    """(local folder, hub id) of every `local_or_hub` in the shipped configs and recipes, in file order."""
+    texts = [path.read_text(encoding="utf-8") for path in sorted(Path(str(importlib.resources.files(CONFIG_MODULE)))
+                                                                 .rglob("*.yaml"))]
+    texts += [recipe_text(name) for name in recipe_names()]
+    return [pair for text in texts for pair in LOCAL_OR_HUB.findall(text)]
 
 
 def model_path_from_package(package: str) -> str:
