@@ -21,8 +21,9 @@ from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
 from bertlab.config import CONFIG_NAME, POSITION_TABLE_TYPES, BertConfig
-from bertlab.modernbert_format import (from_modernbert_state, is_modernbert_state, modernbert_config_values,
-                                        modernbert_shape_mismatch, to_modernbert_state)
+from bertlab.modernbert_format import (MODEL_TYPE as MODERNBERT, TOKENIZER_INPUT_NAMES, from_modernbert_state,
+                                        is_modernbert_state, modernbert_config_values, modernbert_shape_mismatch,
+                                        to_modernbert_state)
 from bertlab.remote_code import remote_code_config_text, remote_code_files
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.tokenizer import save_tokenizer
@@ -265,15 +266,24 @@ class PretrainedMixin:
         write_atomically(directory / CONFIG_NAME, lambda temp: Path(temp).write_text(config_text))
 
 
+def export_format(model: torch.nn.Module) -> str:
+    """The format `model` saves in: "modernbert" where its knobs are ModernBERT's, "bert" for a 2018 BERT,
+    "remote_code" (its own modelling code) for any other mix."""
+    if modernbert_shape_mismatch(model.config, type(model).__name__) is None:
+        return MODERNBERT
+    return "remote_code" if model.config.non_bert_keys() else "bert"
+
+
 def checkpoint_files(model: torch.nn.Module) -> tuple[str, dict[str, torch.Tensor], dict[str, str]]:
     """config.json's text, the tensors under their saved names, and the code files (remote code only)."""
     architecture = type(model).__name__
     tensors = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()}
-    if modernbert_shape_mismatch(model.config, architecture) is None:
+    saved_as = export_format(model)
+    if saved_as == MODERNBERT:
         values = modernbert_config_values(model.config, architecture)
         tensors = to_modernbert_state(tensors, model.config.num_hidden_layers, architecture)
         return json.dumps(values, indent=2, sort_keys=True) + "\n", tensors, {}
-    if model.config.non_bert_keys():
+    if saved_as == "remote_code":
         return remote_code_config_text(model.config, architecture), tensors, remote_code_files()
     return model.config.to_json_string(architecture=architecture), tensors, {}
 
@@ -289,7 +299,8 @@ def export_pretrained(model: torch.nn.Module, tokenizer: Tokenizer, directory: s
     try:
         staging.mkdir()
         model.save_pretrained(staging)
-        save_tokenizer(tokenizer, staging)
+        save_tokenizer(tokenizer, staging,
+                       model_input_names=TOKENIZER_INPUT_NAMES if export_format(model) == MODERNBERT else None)
         if directory.exists():
             retired = staging.with_name(f"{staging.name}.old")
             os.replace(directory, retired)

@@ -75,6 +75,15 @@ class ModelOutput:
         return key in self.keys()
 
 
+def exportable(output_class: type) -> type:
+    """A pytree node, as transformers registers its ModelOutput: torch.export and the ONNX exporter can then
+    return it (its fields that are not None, in order), and torch.export.save can name it."""
+    torch.export.register_dataclass(output_class,
+                                    serialized_type_name=f"{output_class.__module__}.{output_class.__qualname__}")
+    return output_class
+
+
+@exportable
 @dataclass
 class BertModelOutput(ModelOutput):
     last_hidden_state: torch.Tensor
@@ -83,6 +92,7 @@ class BertModelOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+@exportable
 @dataclass
 class PreTrainingOutput(ModelOutput):
     loss: torch.Tensor | None
@@ -95,6 +105,7 @@ class PreTrainingOutput(ModelOutput):
     nsp_loss: torch.Tensor | None = None
 
 
+@exportable
 @dataclass
 class LogitsOutput(ModelOutput):
     loss: torch.Tensor | None
@@ -665,7 +676,7 @@ class BertModel(BertPreTrainedModel):
         return head_mask.expand(layers, heads).to(like.device, like.dtype)[:, :, None, None]
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                output_attentions=None, output_hidden_states=None, output_positions=None, *,
+                output_attentions=None, output_hidden_states=None, output_positions=None,
                 inputs_embeds=None) -> BertModelOutput:
         """`inputs_embeds` ([B, L, H]) in place of `input_ids`: the word vectors the embedding table would
         give. `output_positions` ([B, P]): the last layer runs only at these positions (see BertEncoder), so
@@ -831,7 +842,7 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, next_sentence_label=None, output_attentions=None, output_hidden_states=None,
-                return_logits=True, predictions_per_row=None, differentiable_logits=False, *,
+                return_logits=True, predictions_per_row=None, differentiable_logits=False,
                 inputs_embeds=None) -> PreTrainingOutput:
         """With `labels`, prediction_logits are those of the labelled positions, without their graph
         unless `differentiable_logits` (see masked_lm)."""
@@ -864,7 +875,7 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=None, output_hidden_states=None,
-                return_logits=True, predictions_per_row=None, differentiable_logits=False, *,
+                return_logits=True, predictions_per_row=None, differentiable_logits=False,
                 inputs_embeds=None) -> LogitsOutput:
         """With `labels`, the logits are those of the labelled positions, without their graph unless
         `differentiable_logits` (see masked_lm)."""
@@ -887,7 +898,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.post_init(self.classifier)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, output_attentions=None, output_hidden_states=None, *, inputs_embeds=None) -> LogitsOutput:
+                labels=None, output_attentions=None, output_hidden_states=None, inputs_embeds=None) -> LogitsOutput:
         output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
         inputs = input_ids if input_ids is not None else inputs_embeds
         # The pooler reads [CLS] alone: the last layer runs only there, unless every layer's outputs are asked for.

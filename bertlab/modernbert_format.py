@@ -27,6 +27,9 @@ SHAPE = {"position_embedding_type": "rotary", "type_vocab_size": 0, "norm_positi
          "first_attention_norm": False, "norm_type": "layer_norm", "embedding_norm": True, "gated_ffn": True,
          "pruned_heads": {}}
 POOLINGS = ("cls", "mean")
+# What the exported tokenizer hands the model: ModernBertModel.forward refuses token_type_ids, which
+# sentence-transformers and transformers' pipelines pass on whenever a tokenizer makes them.
+TOKENIZER_INPUT_NAMES = ["input_ids", "attention_mask"]
 
 # (bertlab name without `bert.`, ModernBERT name without `model.`), per layer where `{}` is the index.
 _BODY = (

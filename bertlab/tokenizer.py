@@ -141,8 +141,9 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     return tokenizer
 
 
-def save_tokenizer(tokenizer: Tokenizer, directory: str | Path) -> None:
+def save_tokenizer(tokenizer: Tokenizer, directory: str | Path, *, model_input_names: list[str] | None = None) -> None:
     """Write tokenizer.json, vocab.txt, tokenizer_config.json and special_tokens_map.json.
+    `model_input_names`: the inputs transformers' tokenizers are to make (its default: ids, token types, mask).
 
     tokenizer_config.json repeats the normaliser's and the model's settings: `BertTokenizerFast`
     rebuilds the normaliser from them when they disagree with tokenizer.json, `BertTokenizer` reads
@@ -173,6 +174,7 @@ def save_tokenizer(tokenizer: Tokenizer, directory: str | Path) -> None:
         # BertTokenizer (the slow one) always takes 100; BertTokenizerFast reads tokenizer.json's.
         "max_input_chars_per_word": getattr(tokenizer.model, "max_input_chars_per_word", 100),
         **special_tokens_map,
+        **({"model_input_names": model_input_names} if model_input_names else {}),
     }
     for name, content in (("tokenizer_config.json", config), ("special_tokens_map.json", special_tokens_map)):
         (directory / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -96,18 +96,29 @@ def check_output(option: str, path: Path, overwrite: bool, writes: Sequence[str]
                           f"{'it' if writes == () else 'them'}")
 
 
-def add_labelled_data_options(parser: argparse.ArgumentParser) -> None:
+# The labelled data options' values where neither the command line nor the checkpoint's run gives one.
+LABELLED_DATA_DEFAULTS = {"split": "validation", "text_column": "sentence", "text_pair_column": None,
+                          "label_column": "label", "max_seq_length": 128}
+# The keys of a run's `data` group that hold those options, where the name differs.
+RUN_DATA_KEYS = {"split": "validation_split"}
+
+
+def add_labelled_data_options(parser: argparse.ArgumentParser, *, data_required: bool = True) -> None:
     """--data, --split and the column and length options of a labelled classification dataset."""
-    parser.add_argument("--data", required=True,
-                        help="a hub id (stanfordnlp/sst2), a folder of split files, or one file")
-    parser.add_argument("--split", default="validation", help="the split to use (a single file is 'train')")
-    parser.add_argument("--text-column", default="sentence")
-    parser.add_argument("--text-pair-column", default=None)
-    parser.add_argument("--label-column", default="label")
-    parser.add_argument("--max-seq-length", type=positive_int, default=128)
+    parser.add_argument("--data", required=data_required,
+                        help="a hub id (stanfordnlp/sst2: BERTLAB_DATA_DIR's copy where it holds one), a folder of "
+                             "split files, or one file" + ("" if data_required else
+                                                           " (default: the data the checkpoint's run validated on)"))
+    parser.add_argument("--split", help="the split to use (a single file is 'train'; default: validation)")
+    parser.add_argument("--text-column", help="default: sentence")
+    parser.add_argument("--text-pair-column", help="the second text of a pair task (default: none)")
+    parser.add_argument("--label-column", help="default: label")
+    parser.add_argument("--max-seq-length", type=positive_int, help="default: 128")
 
 
-def labelled_data_options(args: argparse.Namespace) -> dict:
-    """The keyword arguments of `bertlab.inference.load_labelled_split` from those options."""
-    return {"split": args.split, "text_column": args.text_column, "text_pair_column": args.text_pair_column,
-            "label_column": args.label_column, "max_seq_length": args.max_seq_length}
+def labelled_data_options(args: argparse.Namespace, run_data: Mapping | None = None) -> dict:
+    """The keyword arguments of `bertlab.inference.load_labelled_split` from those options; one the command
+    line leaves out is that of `run_data` (a run's `data` group) when given, else the default."""
+    recorded = {key: run_data.get(RUN_DATA_KEYS.get(key, key), default) for key, default in
+                LABELLED_DATA_DEFAULTS.items()} if run_data is not None else LABELLED_DATA_DEFAULTS
+    return {key: value if (value := getattr(args, key)) is not None else recorded[key] for key in LABELLED_DATA_DEFAULTS}

@@ -1,16 +1,22 @@
-"""`python -m bertlab evaluate CHECKPOINT --data SOURCE [--split validation] [--output F]`:
-a fine-tuned checkpoint's metrics on a dataset split or a file, printed and written as JSON."""
+"""`python -m bertlab evaluate CHECKPOINT [--data SOURCE] [--split validation] [--output F]`:
+a fine-tuned checkpoint's metrics on a dataset split or a file, printed and written as JSON. Without --data,
+the data its fine-tuning run validated on (the run folder's config.yaml), with that run's columns."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
                                        add_overwrite, check_output, checkpoint_folder, labelled_data_options,
                                        output_file, positive_int)
+from bertlab.errors import UsageError
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
+from bertlab.training.app import local_copy
+from bertlab.training.run_folder import CONFIG
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
@@ -22,11 +28,21 @@ def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, allow_reiniti
     return split_metrics(model, load_labelled_split(checkpoint, model, data, **data_options), batch_size=batch_size)
 
 
+def run_data(checkpoint: str, prog: str) -> dict:
+    """The `data` group of the run that exported `checkpoint` (`<run>/hf_model`), from its config.yaml."""
+    config = Path(checkpoint).parent / CONFIG
+    data = OmegaConf.to_container(OmegaConf.load(config)).get("data") if config.is_file() else None
+    if not isinstance(data, dict) or not data.get("source"):
+        raise UsageError(f"{prog}: give --data (a hub id such as stanfordnlp/sst2, a folder of split files or a file): "
+                         f"{checkpoint} is not the export of a run whose {CONFIG} names its data")
+    return data
+
+
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("checkpoint", type=checkpoint_folder,
                         help="a fine-tuned checkpoint folder, or the run folder that has it")
-    add_labelled_data_options(parser)
+    add_labelled_data_options(parser, data_required=False)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     add_allow_reinitialised(parser)
     parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")
@@ -34,10 +50,13 @@ def main(argv: list[str], prog: str) -> None:
     args = parser.parse_args(argv)
     if args.output:  # the default, beside the checkpoint, is this command's own
         check_output("--output", args.output, args.overwrite, ())
-    metrics = evaluate(args.checkpoint, args.data, batch_size=args.batch_size,
-                       allow_reinitialised=args.allow_reinitialised, **labelled_data_options(args))
-    output = Path(args.output or Path(args.checkpoint) / f"eval_{args.split}.json")
-    report = json.dumps({"checkpoint": args.checkpoint, "data": args.data, "split": args.split, **metrics}, indent=2)
+    recorded = run_data(args.checkpoint, prog) if args.data is None else None
+    data = local_copy(args.data or recorded["source"])
+    options = labelled_data_options(args, recorded)
+    metrics = evaluate(args.checkpoint, data, batch_size=args.batch_size,
+                       allow_reinitialised=args.allow_reinitialised, **options)
+    output = Path(args.output or Path(args.checkpoint) / f"eval_{options['split']}.json")
+    report = json.dumps({"checkpoint": args.checkpoint, "data": data, "split": options["split"], **metrics}, indent=2)
     write_atomically(output, lambda temp: Path(temp).write_text(report + "\n"))
     for key, value in metrics.items():
         print(f"{key}: {value:.4f}")

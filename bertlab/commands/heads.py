@@ -3,7 +3,7 @@ which attention heads a fine-tuned classifier needs. Writes into --output (defau
 head_importance.csv (Michel et al. 2019: |∂loss/∂head gate| over the split, normalised per layer),
 pruning_curve.csv (the split's metrics with the least important heads masked, k at a time) and
 heads.png (both). --export writes the model with the most heads removed whose metric stays within
---max-drop points of the full model's, pruned physically (smaller matrices, config.json's
+--max-drop points of the full model's (a loss or an error rising, any other metric falling), pruned physically (smaller matrices, config.json's
 pruned_heads), and times predict on the split for both models."""
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from bertlab.errors import UsageError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
 from bertlab.lit.classification import validation_metrics
-from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first, plot_heads,
-                                               pruning_curve)
+from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first,
+                                               most_pruned_within, plot_heads, pruning_curve)
 from bertlab.tokenizer import load_tokenizer
+from bertlab.training.app import local_copy
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
@@ -75,7 +76,8 @@ def main(argv: list[str], prog: str) -> None:
     metrics = ["loss", *(name.removeprefix("val/") for name in validation_metrics(model.config).keys())]
     if metric not in metrics:
         raise UsageError(f"{prog}: --metric {metric}: expected one of {', '.join(metrics)}")
-    data = load_labelled_split(args.checkpoint, model, args.data, **labelled_data_options(args))
+    options = labelled_data_options(args)
+    data = load_labelled_split(args.checkpoint, model, local_copy(args.data), **options)
     output = args.output or Path(args.checkpoint) / "heads"
     output.mkdir(parents=True, exist_ok=True)
 
@@ -91,12 +93,11 @@ def main(argv: list[str], prog: str) -> None:
     curve = pruning_curve(model, data, order, step=args.step)
     write_csv(output / "pruning_curve.csv", curve)
     full = curve[0][metric]
-    within = [row for row in curve if (full - row[metric]) * 100 < args.max_drop]
-    keep = max(within, key=lambda row: row["heads_pruned"])
+    keep = most_pruned_within(curve, metric, args.max_drop)
     plot_heads(importance, curve, metric, args.max_drop, output / "heads.png")
     print(f"{metric}: {100 * full:.2f} with all {len(order)} heads; {keep['heads_pruned']} can go at "
           f"< {args.max_drop} point(s) of loss ({100 * keep[metric]:.2f} with {keep['heads_left']} heads)")
-    summary = {"checkpoint": args.checkpoint, "data": args.data, "split": args.split, "metric": metric,
+    summary = {"checkpoint": args.checkpoint, "data": args.data, "split": options["split"], "metric": metric,
                "full": full, "max_drop_points": args.max_drop, "prunable_heads": keep["heads_pruned"],
                "pruned_metric": keep[metric]}
     if args.export:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -218,6 +219,10 @@ def _looks_like_path(source: str) -> bool:
 
 
 def _ways_out() -> str:
+    data_dir = os.environ.get("BERTLAB_DATA_DIR")
+    if data_dir:
+        return (f"BERTLAB_DATA_DIR={data_dir} holds no local copy of it that bertlab knows: give the path of a local "
+                f"copy instead, or run with internet access so the hub id can be downloaded.")
     return (
         "Either set BERTLAB_DATA_DIR to a folder laid out like shared/data (or point data.source at "
         "local files), or run with internet access so the hub id can be downloaded."

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from bertlab.hf_format import write_atomically
 from bertlab.inference import LabelledSplit, length_sorted_batches, split_metrics
+from bertlab.metrics import best_mode
 from bertlab.model import BertForSequenceClassification
 
 
@@ -62,6 +63,15 @@ def pruning_curve(model: BertForSequenceClassification, data: LabelledSplit, ord
         metrics = split_metrics(model, data, batch_size=batch_size, head_mask=head_mask_without(order[:count], shape))
         rows.append({"heads_pruned": count, "heads_left": len(order) - count, **metrics})
     return rows
+
+
+def most_pruned_within(curve: list[dict[str, float]], metric: str, max_drop: float) -> dict[str, float]:
+    """The point of `curve` with the most heads pruned whose `metric` is less than `max_drop` points (×100)
+    worse than the full model's (its first point, always kept): higher for a loss or an error, lower for the rest."""
+    full = curve[0][metric]
+    worse = (lambda value: value - full) if best_mode(metric) == "min" else (lambda value: full - value)
+    within = [row for row in curve[1:] if worse(row[metric]) * 100 < max_drop]
+    return max([curve[0], *within], key=lambda row: row["heads_pruned"])
 
 
 def heads_to_prune(order: list[tuple[int, int]], count: int) -> dict[int, list[int]]:

@@ -13,7 +13,10 @@ them here, in one place.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.resources
+import logging
 import os
 import re
 import shutil
@@ -38,6 +41,7 @@ from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.run_folder_checks import check_output_folder
 from bertlab.value_rules import format_value
 
+log = logging.getLogger("bertlab")
 CONFIG_MODULE = "bertlab.conf"
 # Hydra's flags, and those of them that take a value: bertlab takes them anywhere on the command
 # line (`fine-tune +recipe=sst2 -m seed=1,2,3`); Hydra's parser wants them before the overrides.
@@ -52,9 +56,42 @@ FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-
 
 def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
     """`${local_or_hub:${paths.data_dir},sst2,stanfordnlp/sst2}`: the local copy when a data folder
-    is configured (BERTLAB_DATA_DIR) and holds it, else the hub id."""
-    local = Path(data_dir or "") / local_name
-    return str(local) if data_dir not in (None, "") and local.exists() else hub_id
+    is configured (BERTLAB_DATA_DIR) and holds it, else the hub id; a configured folder without it is
+    said as a warning, for a mistyped BERTLAB_DATA_DIR would train on other data unawares."""
+    if data_dir in (None, ""):
+        return hub_id
+    local = Path(data_dir) / local_name
+    if local.exists():
+        return str(local)
+    warn_hub_instead(data_dir, local_name, hub_id)
+    return hub_id
+
+
+@functools.cache  # once a process: OmegaConf calls a resolver at every access
+def warn_hub_instead(data_dir: str, local_name: str, hub_id: str) -> None:
+    log.warning("BERTLAB_DATA_DIR=%s has no %s: reading %s from the Hugging Face hub instead", data_dir, local_name,
+                hub_id)
+
+
+LOCAL_OR_HUB = re.compile(r"\$\{local_or_hub:\$\{paths\.data_dir\},([^,}]+),([^}]+)\}")
+
+
+def local_copy(source: str) -> str:
+    """`source` read as a recipe reads it: a hub id that a shipped config pairs with a local folder
+    (`${local_or_hub:${paths.data_dir},sst2,stanfordnlp/sst2}`) is that folder of BERTLAB_DATA_DIR where it holds it."""
+    for local_name, hub_id in shipped_local_copies():
+        if hub_id == source:
+            return local_or_hub(os.environ.get("BERTLAB_DATA_DIR"), local_name, hub_id)
+    return source
+
+
+@functools.cache
+def shipped_local_copies() -> list[tuple[str, str]]:
+    """(local folder, hub id) of every `local_or_hub` in the shipped configs and recipes, in file order."""
+    texts = [path.read_text(encoding="utf-8") for path in sorted(Path(str(importlib.resources.files(CONFIG_MODULE)))
+                                                                 .rglob("*.yaml"))]
+    texts += [recipe_text(name) for name in recipe_names()]
+    return [pair for text in texts for pair in LOCAL_OR_HUB.findall(text)]
 
 
 def model_path_from_package(package: str) -> str:

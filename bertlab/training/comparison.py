@@ -132,11 +132,22 @@ def drop_partial_averages(rows: list[dict[str, Any]], labels: list[str]) -> list
     return notes
 
 
+def check_one_kind(folders: list[Path], labels: list[str], configs: list[dict[str, Any]]) -> None:
+    """Runs of different commands share no metric worth a row (a masked LM's token accuracy is not a classifier's
+    accuracy): refused, naming each run's kind. Suites sit beside the runs they fine-tuned, in rows of their own."""
+    commands = {name: config["command"] for folder, name, config in zip(folders, labels, configs)
+                if not is_suite(folder) and config.get("command")}
+    if len(set(commands.values())) > 1:
+        kinds = ", ".join(f"{name} is a `{command}` run" for name, command in commands.items())
+        raise DataError(f"compare: runs of different kinds ({kinds}); their metrics do not compare: give runs of one kind")
+
+
 def side_by_side(folders: list[Path], labels: list[str]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """The comparison's rows (each folder's results and the config keys that differ), its columns (the differing
     keys first, then the results), and a line for each GLUE average left out."""
     rows = [describe(folder) for folder in folders]
     configs = [flat_config(folder) for folder in folders]
+    check_one_kind(folders, labels, configs)
     # Runs are compared with runs and suites with suites: a pretraining config and a fine-tuning one differ in
     # nearly every key. A key some suite lacks is one its jobs set per task; its GLUE rows say which tasks ran.
     kinds = [is_suite(folder) for folder in folders]

@@ -66,6 +66,15 @@ def test_a_folder_that_is_no_run_is_one_line_error(tmp_path, capsys):
                                        f"metrics.csv) nor a GLUE suite (glue.csv)")
 
 
+def test_runs_of_different_kinds_are_refused_in_one_line_naming_them(tmp_path, capsys):
+    pretraining = write_run(tmp_path / "mlm", {"command": "train", "seed": 0}, [6.0])
+    classifier = write_run(tmp_path / "sst2", {"command": "fine-tune", "seed": 0}, [0.5])
+    outcome = run_in_process(["compare", str(pretraining), str(classifier), "--output", str(tmp_path / "out")], capsys)
+    assert outcome.code == 1 and not (tmp_path / "out").exists()
+    assert outcome.error_lines == ["bertlab: error: compare: runs of different kinds (1: mlm is a `train` run, 2: sst2 is "
+                                   "a `fine-tune` run); their metrics do not compare: give runs of one kind"]
+
+
 def test_folders_named_by_time_are_labelled_with_their_run_name_and_suites_as_suites(tmp_path):
     config = {"seed": 0}
     first = write_run(tmp_path / "mlm_tiny_wiki" / "2026-11-27_22-47-35", config, [6.0])

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import lightning as L
 import pytest
+from omegaconf import OmegaConf
 
 from bertlab.commands.evaluate import evaluate
 from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.lit import ClassificationModule
 from bertlab.model import BertForSequenceClassification
+from tests.bertlab_runs import run_in_process
 from tests.commands.test_fine_tune import save, tokenizer
 
 __all__ = ["tokenizer"]  # the fixture, shared
@@ -31,3 +35,45 @@ def test_evaluate_scores_as_the_lightning_validation_loop(tokenizer, tiny_data_d
     assert set(ours) == {key.removeprefix("val/") for key in lightning}
     for key, value in lightning.items():
         assert ours[key.removeprefix("val/")] == pytest.approx(float(value), abs=1e-5), key
+
+
+def classifier_run(tokenizer, folder, data: dict | None):
+    """A run folder: hf_model/ (a tiny classifier) and, with `data`, a config.yaml whose data group is `data`."""
+    L.seed_everything(4)
+    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                        id2label={0: "negative", 1: "positive"})
+    save(BertForSequenceClassification(config), tokenizer, folder / "hf_model")
+    if data is not None:
+        OmegaConf.save({"command": "fine-tune", "data": data}, folder / "config.yaml")
+    return folder
+
+
+def test_without_data_a_run_is_scored_on_the_split_and_columns_it_validated_on(tokenizer, tiny_data_dir, tmp_path,
+                                                                               capsys):
+    data = {"source": str(tiny_data_dir / "sst2"), "validation_split": "train", "text_column": "sentence",
+            "text_pair_column": None, "label_column": "label", "max_seq_length": 16}
+    run = classifier_run(tokenizer, tmp_path / "run", data)
+    outcome = run_in_process(["evaluate", str(run)], capsys)
+    assert outcome.code == 0, outcome.err
+    written = json.loads((run / "hf_model" / "eval_train.json").read_text())
+    expected = evaluate(str(run / "hf_model"), str(tiny_data_dir / "sst2"), split="train", max_seq_length=16)
+    assert (written["data"], written["split"]) == (str(tiny_data_dir / "sst2"), "train")
+    assert {key: written[key] for key in expected} == pytest.approx(expected, abs=1e-6)
+
+
+def test_without_data_or_a_run_that_names_it_the_error_says_what_to_give(tokenizer, tmp_path, capsys):
+    run = classifier_run(tokenizer, tmp_path / "run", None)
+    outcome = run_in_process(["evaluate", str(run)], capsys)
+    assert outcome.code == 2
+    assert outcome.error_lines == [f"bertlab: error: bertlab evaluate: give --data (a hub id such as stanfordnlp/sst2, "
+                                   f"a folder of split files or a file): {run / 'hf_model'} is not the export of a run "
+                                   f"whose config.yaml names its data"]
+
+
+def test_a_hub_id_reads_the_data_folders_copy_as_recipes_do(tokenizer, tiny_data_dir, tmp_path, monkeypatch, capsys):
+    run = classifier_run(tokenizer, tmp_path / "run", None)
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(tiny_data_dir))
+    outcome = run_in_process(["evaluate", str(run), "--data", "stanfordnlp/sst2"], capsys)
+    assert outcome.code == 0, outcome.err
+    assert json.loads((run / "hf_model" / "eval_validation.json").read_text())["data"] == str(tiny_data_dir / "sst2")

@@ -35,6 +35,20 @@ def test_the_command_writes_importance_curve_plot_and_a_pruned_export(classifier
     assert summary["export_metric"] == pytest.approx(summary["pruned_metric"], abs=1e-5)
 
 
+def test_pruning_by_loss_keeps_the_loss_within_the_budget(classifier_dir, tiny_data_dir, tmp_path, capsys):
+    output, export = tmp_path / "heads", tmp_path / "pruned"
+    outcome = run_in_process(["heads", str(classifier_dir), "--data", str(tiny_data_dir / "sst2"), "--metric", "loss",
+                              "--max-drop", "0.01", "--output", str(output), "--export", str(export)], capsys)
+    assert outcome.code == 0, outcome.err
+    with (output / "pruning_curve.csv").open() as handle:
+        curve = [{key: float(value) for key, value in row.items()} for row in csv.DictReader(handle)]
+    full = curve[0]["loss"]
+    allowed = [int(row["heads_pruned"]) for row in curve if (row["loss"] - full) * 100 < 0.01]
+    summary = json.loads((output / "heads.json").read_text())
+    assert summary["prunable_heads"] == max(allowed)
+    assert (summary["export_metric"] - full) * 100 < 0.01
+
+
 def test_an_unknown_metric_is_one_line(classifier_dir, tiny_data_dir, tmp_path, capsys):
     outcome = run_in_process(["heads", str(classifier_dir), "--data", str(tiny_data_dir / "sst2"),
                               "--metric", "bleu", "--output", str(tmp_path / "heads")], capsys)

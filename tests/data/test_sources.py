@@ -55,6 +55,17 @@ def test_bad_sources_raise_clear_data_errors(tmp_path):
         require_columns(dataset, ["text"], "corpus.parquet")
 
 
+def test_the_way_out_does_not_ask_for_a_data_folder_already_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("BERTLAB_DATA_DIR", raising=False)
+    with pytest.raises(DataError, match="Either set BERTLAB_DATA_DIR"):
+        load_dataset_source(str(tmp_path / "missing" / "train.txt"))
+    monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataError) as raised:
+        load_dataset_source(str(tmp_path / "missing" / "train.txt"))
+    assert f"BERTLAB_DATA_DIR={tmp_path} holds no local copy of it" in str(raised.value)
+    assert "set BERTLAB_DATA_DIR" not in str(raised.value)
+
+
 @pytest.mark.slow
 def test_unreachable_hub_id_fails_fast_with_one_data_error(tmp_path):
     script = textwrap.dedent(

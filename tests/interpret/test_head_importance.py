@@ -11,7 +11,7 @@ import torch
 
 from bertlab.inference import length_sorted_batches, load_classifier, load_labelled_split, split_metrics
 from bertlab.interpret.head_importance import (head_importance, head_mask_without, heads_to_prune,
-                                               least_important_first, pruning_curve)
+                                               least_important_first, most_pruned_within, pruning_curve)
 
 transformers = pytest.importorskip("transformers")
 
@@ -59,3 +59,14 @@ def test_heads_to_prune_groups_by_layer_and_the_mask_switches_those_heads_off():
     assert heads_to_prune(order, 3) == {0: [2], 1: [0, 3]}
     mask = head_mask_without(order[:2], torch.Size((2, 4)))
     assert mask.tolist() == [[1, 1, 0, 1], [1, 1, 1, 0]]
+
+
+@pytest.mark.parametrize("metric, values, expected", [
+    ("accuracy", (0.80, 0.795, 0.70, 0.50), 2),  # higher is better: 0.5 point lost at 2 heads, 10 at 4
+    ("loss", (0.50, 0.505, 0.90, 2.00), 2),      # lower is better: the loss rising is the loss of points
+    ("mse", (0.30, 0.20, 0.25, 0.40), 4),        # an error that falls as heads go is within any budget
+    ("loss", (0.50, 0.60, 0.70, 0.80), 0),       # nothing within: the full model
+])
+def test_the_most_pruned_point_within_the_budget_reads_the_metrics_direction(metric, values, expected):
+    curve = [{"heads_pruned": pruned, metric: value} for pruned, value in zip((0, 2, 4, 8), values)]
+    assert most_pruned_within(curve, metric, max_drop=1.0)["heads_pruned"] == expected
