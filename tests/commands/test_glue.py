@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from bertlab.commands.glue import OPTIONS, suite_launches
+from bertlab.commands.glue import OPTIONS, suite_launches, task_rates
 from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
@@ -136,3 +136,9 @@ def test_glue_refuses_unknown_tasks_in_one_line(tiny_glue, capsys):
     outcome = run_in_process(["glue", str(run), "tasks=cola,squad"], capsys)
     assert outcome.code == 2 and outcome.error_lines[-1].startswith(
         "bertlab: error: bertlab glue: tasks=cola,squad: unknown squad; expected some of cola, sst2")
+
+
+def test_a_tasks_own_items_make_its_grid_and_the_others_share_the_plain_ones():
+    """The README's `lrs=sst2:2e-4,sst2:5e-4` chooses SST-2's rate between two; `rte:3e-4` gives RTE one."""
+    assert task_rates("sst2:2e-4,sst2:5e-4,rte:3e-4,1e-3", ["cola", "sst2", "rte"]) == {
+        "cola": ["1e-3"], "sst2": ["2e-4", "5e-4"], "rte": ["3e-4"]}
