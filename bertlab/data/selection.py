@@ -80,6 +80,10 @@ def split_selection(labels: np.ndarray, texts: Sequence[Sequence[str]], fraction
                 selection += rows
                 left_out |= inside.get(candidates[unit], set())
                 room -= len(rows)
+    if not selection:
+        raise ConfigError(f"data.selection_fraction={fraction}: no unit of rows fits the selection split's {size} "
+                          f"rows: the training rows share their texts with one another (bertlab.data.selection); "
+                          f"set data.selection_fraction=0 to select on the validation split")
     chosen_units = {units[row] for row in selection}
     training = [row for row, unit in enumerate(units) if unit not in chosen_units and unit not in left_out]
     return np.array(training, dtype=int), np.sort(np.array(selection, dtype=int))

@@ -42,7 +42,8 @@ def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, P
     (data / "sst2").symlink_to(tiny_data_dir / "sst2")
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
     for split, rows in (("train", 64), ("validation", 16)):
-        pd.DataFrame({"sentence1": sentences[:rows], "sentence2": sentences[1:rows + 1],
+        # Pairs that share no sentence: chained ones would be one unit that the selection split cannot split.
+        pd.DataFrame({"sentence1": sentences[:rows], "sentence2": sentences[128:128 + rows],
                       "label": [float(i % 6) for i in range(rows)], "idx": range(rows)}).to_parquet(
             data / "glue" / "stsb" / f"{split}.parquet")
     tokenizer = train_tokenizer(sentences, vocab_size=60)

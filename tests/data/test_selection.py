@@ -112,6 +112,13 @@ def test_pair_rows_sharing_a_sentence_land_on_one_side():
     assert overlaps(texts, train, selection) == []
 
 
+def test_rows_that_all_share_text_leave_no_selection_split_and_say_so():
+    chained = [(f"sentence {row} .", f"sentence {row + 1} .") for row in range(20)]
+    with pytest.raises(ConfigError, match=r"^data.selection_fraction=0.1: no unit of rows fits the selection split's 2 "
+                                          r"rows: the training rows share their texts with one another"):
+        split_selection(np.arange(20) % 2, chained, 0.1, 1000, seed=0)
+
+
 @pytest.mark.slow
 def test_the_real_sst2_selection_split_holds_no_training_text(shared_data_dir):
     """SST-2's 67,349 rows are phrases of ~10k sentences: today's split held out phrases inside training ones."""
