@@ -220,3 +220,4 @@ def test_fine_tuning_runs_name_their_splits_and_show_the_exported_checkpoints_fi
     assert "| selection/accuracy | 0.8 | 0.75 |" in markdown and "| dev/accuracy | 0.75 | 0.8 |" in markdown
     assert "| selection/accuracy (exported) | 0.9 | 0.8 |" in markdown
     assert "| dev/accuracy (exported) | 0.7 | 0.7 |" in markdown
+    assert (tmp_path / "out" / "compare.png").stat().st_size > 5000  # the selection/ and dev/ curves drawn
