@@ -37,9 +37,10 @@ class Summary:
 @dataclass(frozen=True)
 class Verdict:
     """b − a with its 95% interval and the two-sided p-value of `test`; `verdict` is BETTER or WORSE where
-    the interval excludes zero, NOT_TESTABLE where the scores have no spread to test by. `needed`: the seeds (pairs for the paired test, per side for Welch's) at
-    which the test would find this difference with 80% power, if it and the spread are as observed; None
-    where the difference is zero or has no spread to judge it by."""
+    the interval excludes zero, NOT_TESTABLE where the scores have no spread to test by. `needed`: the seeds
+    (pairs for the paired test, per side for Welch's) at which the test would find this difference with 80%
+    power, if it and the spread are as observed; None where the difference is zero or has no spread to judge
+    it by."""
     test: str
     difference: float
     low: float

@@ -95,7 +95,8 @@ def test_no_selection_text_is_inside_a_training_text_or_the_reverse():
 
 
 def test_duplicates_after_normalisation_land_on_one_side():
-    texts = [(f"Row {row} of the Café ,",) for row in range(50)] + [(f"row   {row} of the cafe,",) for row in range(50)]
+    texts = [(f"Row {row} of the Café ,",) for row in range(50)]
+    texts += [(f"row   {row} of the cafe,",) for row in range(50)]
     labels = np.arange(100) % 2
     for seed in range(5):
         train, selection = split_selection(labels, texts, 0.1, 1000, seed=seed)
