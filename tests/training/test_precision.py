@@ -263,3 +263,18 @@ def test_resuming_fastest_needs_the_config_of_the_resumed_run(runs, tmp_path, ca
         f"bertlab: error: trainer.precision=fastest with resume: {tmp_path}/config.yaml, which records the precision "
         f"the run chose, is missing or has no trainer.precision; resume with trainer.precision=32-true or bf16-mixed "
         f"instead of fastest"], outcome.err
+
+
+def test_a_corrupt_decisions_file_stops_the_command_in_one_line(tiny_data_dir, tmp_path, capsys, monkeypatch,
+                                                                decisions_file):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    monkeypatch.setattr(trial, "clock", never_read)
+    decisions_file.parent.mkdir(parents=True)
+    decisions_file.write_text("[1, 2")
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run", "trainer.max_steps=2",
+                                         FASTEST), capsys)
+    errors = [line for line in outcome.error_lines if line.startswith("bertlab: error:")]
+    assert outcome.code == 1 and len(errors) == 1 and "Traceback" not in outcome.err, outcome.err
+    assert errors[0].startswith(f"bertlab: error: trainer.precision=fastest: {decisions_file} is not a "
+                                             f"precision decisions file (")
+    assert decisions_file.read_text() == "[1, 2"
