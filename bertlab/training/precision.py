@@ -126,6 +126,7 @@ def what_is_timed(cfg: DictConfig) -> str:
 
 
 def without_untimed(value):
+    """`value` (a config as plain containers) without its NOT_TIMED keys, at any depth."""
     if isinstance(value, dict):
         return {name: without_untimed(item) for name, item in value.items()
                 if name not in NOT_TIMED and not str(name).endswith("_seed")}
