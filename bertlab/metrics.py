@@ -15,11 +15,16 @@ from bertlab.hf_format import write_atomically
 
 METRICS_CSV = "metrics.csv"
 # The validation sets a run can log, by metric prefix, with what each measures. A pretraining run whose
-# training sequences are built otherwise than plain text (copied pairs) logs both; every other run, `val/` alone.
-VALIDATION, TEXT_VALIDATION = "val", "val_text"
-VALIDATION_SETS = {VALIDATION: "held-out, built like training", TEXT_VALIDATION: "held-out plain text"}
+# training sequences are built otherwise than plain text (copied pairs) logs val/ and val_text/; a fine-tuning
+# run with a selection split logs it as val/ (what its checkpoint is chosen on) and the task's validation split
+# as dev/, and is read with val/ named selection/ (`named_for_their_sets`); every other run logs val/ alone.
+VALIDATION, TEXT_VALIDATION, SELECTION, DEV = "val", "val_text", "selection", "dev"
+VALIDATION_SETS = {VALIDATION: "held-out, built like training", TEXT_VALIDATION: "held-out plain text",
+                   SELECTION: "training rows held out, the checkpoint chosen on them",
+                   DEV: "the task's validation split, reported"}
 VALIDATION_PREFIXES = tuple(f"{name}/" for name in VALIDATION_SETS)
-SERIES_COLOURS = {"train": "C0", VALIDATION: "C1", TEXT_VALIDATION: "C2"}  # a set keeps its colour in every panel
+# A set keeps its colour in every panel.
+SERIES_COLOURS = {"train": "C0", VALIDATION: "C1", TEXT_VALIDATION: "C2", SELECTION: "C1", DEV: "C2"}
 # Metrics where lower is better; every other validation metric is best at its maximum.
 _LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
 
@@ -36,6 +41,15 @@ def read_metrics(run_dir: Path) -> pd.DataFrame:
     if not path.is_file() or path.stat().st_size == 0:
         return pd.DataFrame(columns=["step"])
     return pd.read_csv(path)
+
+
+def named_for_their_sets(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with a selection split's metrics named selection/… instead of the val/… they are logged as, where
+    the run also logs the task's validation split (dev/…); at read time, so that older run folders read alike."""
+    if not any(str(name).startswith(f"{DEV}/") for name in frame.columns):
+        return frame
+    prefix = f"{VALIDATION}/"
+    return frame.rename(columns=lambda name: f"{SELECTION}/{name[len(prefix):]}" if name.startswith(prefix) else name)
 
 
 def series(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -59,27 +73,30 @@ def final_values(frame: pd.DataFrame, prefix: str | tuple[str, ...] = "") -> dic
 
 
 def summarise_metrics(frame: pd.DataFrame) -> dict[str, Any]:
-    """Last value of every metric, and the best value and its step for each validation metric."""
+    """Last value of every metric, and the best value and its step for each validation metric, each split
+    named for what it is (`named_for_their_sets`)."""
+    frame = named_for_their_sets(frame)
     summary: dict[str, Any] = {"step": int(frame["step"].max()), "final": final_values(frame), "best": {}}
     for name in metric_names(frame):
         if name.startswith(VALIDATION_PREFIXES):
             step, value = best_point(series(frame, name), name=name)
             summary["best"][name] = {"value": value, "step": step}
-    if _validates_on_both(frame):
-        summary["validation_sets"] = VALIDATION_SETS
+    if len(sets := logged_sets(frame)) > 1:
+        summary["validation_sets"] = sets
     return summary
 
 
-def _validates_on_both(frame: pd.DataFrame) -> bool:
-    return any(name.startswith(f"{TEXT_VALIDATION}/") for name in frame.columns)
+def logged_sets(frame: pd.DataFrame) -> dict[str, str]:
+    """The validation sets `frame` logs, with what each measures."""
+    return {name: meaning for name, meaning in VALIDATION_SETS.items()
+            if any(str(column).startswith(f"{name}/") for column in frame.columns)}
 
 
 def metric_label(name: str, frame: pd.DataFrame) -> str:
     """`name`, and what its validation set measures when the run logs more than one."""
+    sets = logged_sets(frame)
     prefix = name.split("/")[0]
-    if prefix in VALIDATION_SETS and _validates_on_both(frame):
-        return f"{name} ({VALIDATION_SETS[prefix]})"
-    return name
+    return f"{name} ({sets[prefix]})" if prefix in sets and len(sets) > 1 else name
 
 
 def plot_panels(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
@@ -135,10 +152,11 @@ def run_summary(run_dir: Path, minutes: float, monitor: str | None = None, mode:
     the best value of `monitor` (the checkpoint a fine-tuning run exports)."""
     lines = [f"Run folder: {run_dir}", f"Wall time: {minutes:.1f} min"]
     frame = read_metrics(run_dir)
-    for name in sorted(metric_names(frame)):
+    named = named_for_their_sets(frame)
+    for name in sorted(metric_names(named)):
         if name.startswith(VALIDATION_PREFIXES) or name.endswith("tokens_per_sec"):
-            values = series(frame, name)
-            lines.append(f"{metric_label(name, frame)}: {values.iloc[0]:.4g} (step {values.index[0]}) → "
+            values = series(named, name)
+            lines.append(f"{metric_label(name, named)}: {values.iloc[0]:.4g} (step {values.index[0]}) → "
                          f"{values.iloc[-1]:.4g} (step {values.index[-1]})")
     if monitor in metric_names(frame):
         step, value = best_point(series(frame, monitor), mode, monitor)

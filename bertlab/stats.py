@@ -19,6 +19,7 @@ CONFIDENCE = 0.95
 POWER = 0.8  # of the seed counts a verdict suggests
 MOST_SEEDS = 10_000  # beyond this many, a difference is called out of reach
 BETTER, WORSE, UNDECIDED = "better", "worse", "no detectable difference"
+NOT_TESTABLE = "not testable (no spread)"  # every pair differs alike, or every value is the same
 PAIRED, WELCH = "paired t", "Welch t"
 
 
@@ -36,9 +37,10 @@ class Summary:
 @dataclass(frozen=True)
 class Verdict:
     """b − a with its 95% interval and the two-sided p-value of `test`; `verdict` is BETTER or WORSE where
-    the interval excludes zero. `needed`: the seeds (pairs for the paired test, per side for Welch's) at
-    which the test would find this difference with 80% power, if it and the spread are as observed; None
-    where the difference is zero or has no spread to judge it by."""
+    the interval excludes zero, NOT_TESTABLE where the scores have no spread to test by. `needed`: the seeds
+    (pairs for the paired test, per side for Welch's) at which the test would find this difference with 80%
+    power, if it and the spread are as observed; None where the difference is zero or has no spread to judge
+    it by."""
     test: str
     difference: float
     low: float
@@ -74,8 +76,8 @@ def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool) -> Verd
     else:
         spread = math.hypot(a.std(ddof=1), b.std(ddof=1))
         needed = welch_seeds_needed(difference, float(a.std(ddof=1)), float(b.std(ddof=1)))
-    if spread == 0:  # every pair differs by the same amount: an interval of one point, nothing to test
-        return Verdict(test, difference, difference, difference, math.nan, judge(difference, difference), None)
+    if spread == 0:  # an interval of one point: with 2-3 seeds of accuracies, ties say nothing of the next seed
+        return Verdict(test, difference, difference, difference, math.nan, NOT_TESTABLE, None)
     result = stats.ttest_rel(b, a) if paired else stats.ttest_ind(b, a, equal_var=False)
     interval = result.confidence_interval(CONFIDENCE)
     low, high = float(interval.low), float(interval.high)

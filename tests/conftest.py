@@ -15,6 +15,16 @@ import pytest
 CORPUS_ALPHABETS = tuple(string.ascii_lowercase[start : start + 4] for start in range(0, 24, 4))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def bertlab_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bertlab's own cache folder (`trainer.precision: fastest`'s decisions) in a temporary folder, for the
+    tests and the commands they start: no test writes to the user's ~/.cache/bertlab."""
+    folder = tmp_path_factory.mktemp("bertlab_cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BERTLAB_CACHE_DIR", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
     """The folder laid out like shared/data: $BERTLAB_DATA_DIR, else ../shared/data beside the checkout."""

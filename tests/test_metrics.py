@@ -62,3 +62,21 @@ def test_a_run_with_one_validation_set_keeps_its_names_and_panels():
                                   ("val/accuracy", ["val/accuracy"])]
     assert metric_label("val/loss", frame) == "val/loss"
     assert "validation_sets" not in summarise_metrics(frame)
+
+
+def test_a_selection_split_is_named_for_what_it_is_and_old_folders_read_alike(tmp_path):
+    """Fine-tuning with a selection split logs it as val/… beside dev/… (the task's validation split): read
+    back, metrics.json and the summary call it selection/…, and say what each split is."""
+    frame = pd.DataFrame({"step": [9, 19], "val/accuracy": [0.7, 0.8], "dev/accuracy": [0.6, 0.65]})
+    summary = summarise_metrics(frame)
+    assert summary["best"] == {"selection/accuracy": {"value": 0.8, "step": 19},
+                               "dev/accuracy": {"value": 0.65, "step": 19}}
+    assert summary["validation_sets"] == {"selection": "training rows held out, the checkpoint chosen on them",
+                                          "dev": "the task's validation split, reported"}
+    frame.to_csv(tmp_path / "metrics.csv", index=False)
+    lines = run_summary(tmp_path, 1.0, "val/accuracy", "max").splitlines()
+    assert ("selection/accuracy (training rows held out, the checkpoint chosen on them): 0.7 (step 9) → 0.8 (step 19)"
+            in lines)
+    assert "dev/accuracy (the task's validation split, reported): 0.6 (step 9) → 0.65 (step 19)" in lines
+    # Without a dev/ split, val/ is the only validation set and keeps its name.
+    assert list(summarise_metrics(frame.drop(columns="dev/accuracy"))["best"]) == ["val/accuracy"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bertlab.stats import (BETTER, PAIRED, UNDECIDED, WELCH, WORSE, compare_scores, compare_summaries,
+from bertlab.stats import (BETTER, NOT_TESTABLE, PAIRED, UNDECIDED, WELCH, WORSE, compare_scores, compare_summaries,
                            paired_seeds_needed, summarize, welch_seeds_needed)
 
 T_975_2 = 4.302653  # Student's t, 97.5th percentile, 2 degrees of freedom (any t table)
@@ -104,9 +104,15 @@ def test_seed_counts_match_the_published_power_tables():
     assert paired_seeds_needed(0.0, 1.0) is None and welch_seeds_needed(1.0, 0.0, 0.0) is None
 
 
-def test_a_constant_difference_has_a_one_point_interval():
+def test_a_constant_difference_has_a_one_point_interval_and_is_not_testable():
     verdict = compare_scores([1.0, 2.0, 3.0], [2.0, 3.0, 4.0], paired=True)
-    assert (verdict.low, verdict.high, verdict.verdict) == (1.0, 1.0, BETTER)
+    assert (verdict.low, verdict.high, verdict.verdict) == (1.0, 1.0, NOT_TESTABLE)
+    assert math.isnan(verdict.p_value) and verdict.needed is None
+
+
+def test_tied_seeds_on_each_side_are_not_testable():
+    verdict = compare_scores([80.0, 80.0], [82.0, 82.0], paired=False)
+    assert (verdict.difference, verdict.verdict) == (2.0, NOT_TESTABLE)
 
 
 def test_too_few_seeds_give_no_verdict():

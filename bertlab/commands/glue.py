@@ -11,7 +11,8 @@ overrides for every job (e.g. optimizer.lr=1e-3). `lrs` is a grid of fine-tuning
 instead of one: every task runs every seed at each, and the table reports each task at the rate
 with the best mean selection score.
 `task:rate` items give a task its own rates, e.g. lrs=sst2:2e-4,rte:3e-4,1e-3 (SST-2 at 2e-4, RTE at
-3e-4, the other tasks at 1e-3).
+3e-4, the other tasks at 1e-3: one rate each, nothing chosen); lrs=sst2:2e-4,sst2:5e-4,1e-3 gives SST-2 a
+grid of two, chosen between.
 Selection does not peek: each job holds 5% of its task's training rows out (at most 1,000; seeded and
 stratified, the same rows for every seed: bertlab.data.selection), chooses its checkpoint, and the suite
 its rates, on them, and reports the GLUE validation split once, at the chosen checkpoint; every validation

@@ -12,6 +12,7 @@ chosen on) and the validation split second (logged as dev/…, what is reported)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -33,6 +34,7 @@ from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers, checks_arguments
 
+log = logging.getLogger("bertlab")
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
 SELECTION_SPLIT = "selection"  # the training rows held out to choose the checkpoint on
 
@@ -216,8 +218,12 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         if self._selection is None:
             dataset = self._loaded_split(self.train_split)
             labels = self._labels(dataset, self.train_split, f"split {self.train_split!r} of {self.source}")
-            self._selection = split_selection(labels, self.selection_fraction, self.selection_max_rows,
+            texts = [*zip(*(dataset[column] for column in self._text_columns))]
+            self._selection = split_selection(labels, texts, self.selection_fraction, self.selection_max_rows,
                                               self.selection_seed)
+            left_out = len(dataset) - sum(map(len, self._selection))
+            log.info("selection split: %d of the %d training rows held out, %d more left out of training for holding "
+                     "text of theirs (bertlab.data.selection)", len(self._selection[1]), len(dataset), left_out)
         return self._selection
 
     def _loaded_split(self, split: str) -> datasets.Dataset:

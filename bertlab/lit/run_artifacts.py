@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.hf_format import export_pretrained, write_atomically
-from bertlab.metrics import plot_metrics, read_metrics, summarise_metrics
+from bertlab.metrics import named_for_their_sets, plot_metrics, read_metrics, summarise_metrics
 from bertlab.value_rules import NonNegative, checks_arguments
 
 
@@ -92,7 +92,7 @@ class MetricsArtifacts(L.Callback):
             return
         logger = next(logger for logger in trainer.loggers if isinstance(logger, CSVLogger))
         logger.save()
-        frame = read_metrics(Path(logger.log_dir))
+        frame = named_for_their_sets(read_metrics(Path(logger.log_dir)))
         if frame.empty:
             return  # nothing logged yet
         directory = Path(self.dirpath or logger.log_dir)

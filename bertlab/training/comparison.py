@@ -12,10 +12,12 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from omegaconf import OmegaConf
 
 from bertlab.errors import DataError
-from bertlab.metrics import VALIDATION_PREFIXES, final_values, read_metrics
+from bertlab.metrics import (VALIDATION_PREFIXES, best_point, final_values, metric_names, named_for_their_sets,
+                             read_metrics, series)
 from bertlab.tables import markdown_table
 from bertlab.training.glue import GLUE_AVERAGE, GLUE_CSV, job_configs
 from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING
@@ -78,7 +80,8 @@ def describe(folder: Path) -> dict[str, Any]:
                         f"per-seed scores")
     row: dict[str, Any] = {"run": str(folder)}
     frame = read_metrics(folder)
-    row.update(final_values(frame, prefix=VALIDATION_PREFIXES))
+    row.update(final_values(named_for_their_sets(frame), prefix=VALIDATION_PREFIXES))
+    row.update(exported_values(frame, flat_config(folder)))
     timing = folder / TIMING
     if timing.is_file():
         row["wall time (min)"] = json.loads(timing.read_text())["wall_time_min"]
@@ -91,6 +94,19 @@ def describe(folder: Path) -> dict[str, Any]:
     if len(row) == 1 and not flat_config(folder):
         raise DataError(f"{folder}: neither a run folder (config.yaml, metrics.csv) nor a GLUE suite (glue.csv)")
     return row
+
+
+def exported_values(frame: pd.DataFrame, config: dict[str, Any]) -> dict[str, float]:
+    """For a run that exports its best checkpoint (a `monitor`), each validation metric at that checkpoint's step,
+    as "<metric> (exported)", beside the final values."""
+    monitor = config.get("monitor")
+    if monitor not in frame.columns or series(frame, monitor).empty:
+        return {}
+    step, _ = best_point(series(frame, monitor), config.get("monitor_mode"), monitor)
+    named = named_for_their_sets(frame)
+    at_step = named[named["step"] == step]
+    return {f"{name} (exported)": float(at_step[name].dropna().iloc[-1]) for name in metric_names(named)
+            if name.startswith(VALIDATION_PREFIXES) and not at_step[name].dropna().empty}
 
 
 def differing_keys(configs: list[dict[str, Any]], everywhere: bool = False) -> list[str]:

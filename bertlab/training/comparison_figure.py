@@ -11,10 +11,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bertlab.hf_format import write_atomically
-from bertlab.metrics import metric_names, read_metrics, series
+from bertlab.metrics import metric_names, named_for_their_sets, read_metrics, series
 from bertlab.training.glue import GLUE_AVERAGE
 
-CURVES = ("val/loss", "val/perplexity", "val/accuracy", "val_text/loss", "val_text/perplexity")
+CURVES = ("val/loss", "val/perplexity", "val/accuracy", "val_text/loss", "val_text/perplexity", "selection/loss",
+          "selection/accuracy", "dev/loss", "dev/accuracy")
 
 
 def color(index: int) -> str:
@@ -26,7 +27,7 @@ def plot_curves(folders: list[Path], labels: list[str], rows: list[dict[str, Any
                 judged: list[tuple[str, list[dict[str, Any]], list[str]]] = ()) -> None:
     """The validation curves overlaid, one panel per metric, the GLUE task scores of suite folders as bars, and
     the verdicts as a forest plot: each task's difference with its 95% interval, a line at zero."""
-    frames = [read_metrics(folder) for folder in folders]
+    frames = [named_for_their_sets(read_metrics(folder)) for folder in folders]
     panels = [name for name in CURVES if any(name in metric_names(frame) for frame in frames)]
     tasks = sorted({key for row in rows for key in row if key.startswith("GLUE ")},
                    key=lambda key: (key == GLUE_AVERAGE, key))

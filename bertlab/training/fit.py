@@ -47,8 +47,9 @@ def run_training(cfg: DictConfig) -> float | None:
     _set_torch_flags(deterministic=cfg.trainer.get("deterministic"), benchmark=cfg.trainer.get("benchmark"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = modules.build(cfg)
+    precision_note = None
     if cfg.trainer.get("precision") == precision.FASTEST:
-        precision.choose(cfg, precision.training_device(cfg), module, datamodule, run_dir, checkpoint)
+        precision_note = precision.choose(cfg, precision.training_device(cfg), module, datamodule, run_dir, checkpoint)
     if checkpoint is not None:
         step = run_folder.checkpoint_step(Path(checkpoint))
         log.info("Resuming from %s (step %d)", checkpoint, step)
@@ -62,7 +63,7 @@ def run_training(cfg: DictConfig) -> float | None:
         run_folder.restore_metrics(trainer, Path(checkpoint), step)
         # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
-    run_folder.write_config(cfg, run_dir)
+    run_folder.write_config(cfg, run_dir, precision_note)
     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
     if trainer.is_global_zero:
         minutes = (time.perf_counter() - started) / 60

@@ -51,11 +51,18 @@ def holds_results(run_dir: Path) -> bool:
     return any((run_dir / name).exists() for name in (CONFIG, METRICS_CSV, CHECKPOINTS, HF_MODEL))
 
 
-def write_config(cfg: DictConfig, run_dir: Path) -> None:
-    """The resolved config as `config.yaml`, once the run has passed every check and prepared its data."""
+def write_config(cfg: DictConfig, run_dir: Path, comment: str | None = None) -> None:
+    """The resolved config as `config.yaml`, once the run has passed every check and prepared its data.
+    `comment` (how `trainer.precision: fastest` chose) heads it as a YAML comment; a rewrite without one
+    (a budget's re-plan) keeps the one the file has."""
     if is_rank_zero():
-        config_text = OmegaConf.to_yaml(cfg, resolve=True)
-        write_atomically(run_dir / CONFIG, lambda temp: Path(temp).write_text(config_text))
+        path = run_dir / CONFIG
+        header = "" if comment is None else f"# {comment}\n"
+        if comment is None and path.exists():
+            first_line = path.read_text().partition("\n")[0]
+            header = f"{first_line}\n" if first_line.startswith("# ") else ""
+        config_text = header + OmegaConf.to_yaml(cfg, resolve=True)
+        write_atomically(path, lambda temp: Path(temp).write_text(config_text))
 
 
 def run_config(checkpoint: Path) -> Path:

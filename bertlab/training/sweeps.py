@@ -13,7 +13,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from bertlab.errors import DataError
-from bertlab.metrics import VALIDATION_PREFIXES, final_values, read_metrics
+from bertlab.metrics import VALIDATION_PREFIXES, final_values, named_for_their_sets, read_metrics
 from bertlab.tables import markdown_row, markdown_table, write_csv, write_markdown
 
 log = logging.getLogger("bertlab")
@@ -32,7 +32,7 @@ def varying_overrides(runs: list[Path]) -> list[str]:
 
 
 def final_metrics(run_dir: Path) -> dict[str, float]:
-    return final_values(read_metrics(run_dir), prefix=VALIDATION_PREFIXES)
+    return final_values(named_for_their_sets(read_metrics(run_dir)), prefix=VALIDATION_PREFIXES)
 
 
 def summarize(sweep_dir: Path) -> tuple[list[dict], list[str]]:

@@ -211,3 +211,22 @@ def test_a_group_member_that_is_no_suite_is_refused_in_one_line(tmp_path, capsys
     other = write_seed_scores(tmp_path / "b.csv", {"rte": [55.0, 57.0]})
     outcome = run_in_process(["compare", "--output", str(tmp_path / "out"), str(run), "--", str(other)], capsys)
     assert outcome.code == 1 and "1: run: not a GLUE suite; groups hold GLUE suites" in outcome.error_lines[-1]
+
+
+def test_fine_tuning_runs_name_their_splits_and_show_the_exported_checkpoints_figures(tmp_path):
+    """A run with a selection split logs it as val/… and the task's validation split as dev/…: compare names
+    them selection/… and dev/…, at the last step and at the step the exported checkpoint was chosen at."""
+    folders = []
+    for name, selection, dev in (("a", [0.7, 0.9, 0.8], [0.6, 0.7, 0.75]), ("b", [0.8, 0.7, 0.75], [0.7, 0.6, 0.8])):
+        folders.append(tmp_path / name)
+        folders[-1].mkdir()
+        OmegaConf.save({"seed": 0, "monitor": "val/accuracy", "monitor_mode": "max", "run": name},
+                       folders[-1] / "config.yaml")
+        pd.DataFrame({"step": [9, 19, 29], "val/accuracy": selection, "dev/accuracy": dev}).to_csv(
+            folders[-1] / "metrics.csv", index=False)
+    markdown = compare(folders, tmp_path / "out")
+    assert "val/accuracy" not in markdown
+    assert "| selection/accuracy | 0.8 | 0.75 |" in markdown and "| dev/accuracy | 0.75 | 0.8 |" in markdown
+    assert "| selection/accuracy (exported) | 0.9 | 0.8 |" in markdown
+    assert "| dev/accuracy (exported) | 0.7 | 0.7 |" in markdown
+    assert (tmp_path / "out" / "compare.png").stat().st_size > 5000  # the selection/ and dev/ curves drawn

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from bertlab.commands.glue import OPTIONS, suite_launches
+from bertlab.commands.glue import OPTIONS, suite_launches, task_rates
 from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
@@ -42,7 +42,8 @@ def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, P
     (data / "sst2").symlink_to(tiny_data_dir / "sst2")
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
     for split, rows in (("train", 64), ("validation", 16)):
-        pd.DataFrame({"sentence1": sentences[:rows], "sentence2": sentences[1:rows + 1],
+        # Pairs that share no sentence: chained ones would be one unit that the selection split cannot split.
+        pd.DataFrame({"sentence1": sentences[:rows], "sentence2": sentences[128:128 + rows],
                       "label": [float(i % 6) for i in range(rows)], "idx": range(rows)}).to_parquet(
             data / "glue" / "stsb" / f"{split}.parquet")
     tokenizer = train_tokenizer(sentences, vocab_size=60)
@@ -136,3 +137,9 @@ def test_glue_refuses_unknown_tasks_in_one_line(tiny_glue, capsys):
     outcome = run_in_process(["glue", str(run), "tasks=cola,squad"], capsys)
     assert outcome.code == 2 and outcome.error_lines[-1].startswith(
         "bertlab: error: bertlab glue: tasks=cola,squad: unknown squad; expected some of cola, sst2")
+
+
+def test_a_tasks_own_items_make_its_grid_and_the_others_share_the_plain_ones():
+    """The README's `lrs=sst2:2e-4,sst2:5e-4` chooses SST-2's rate between two; `rte:3e-4` gives RTE one."""
+    assert task_rates("sst2:2e-4,sst2:5e-4,rte:3e-4,1e-3", ["cola", "sst2", "rte"]) == {
+        "cola": ["1e-3"], "sst2": ["2e-4", "5e-4"], "rte": ["3e-4"]}

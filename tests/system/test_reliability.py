@@ -1,5 +1,7 @@
 """Seeded runs repeat bit for bit; a run killed with SIGKILL and resumed ends with the weights and
-metrics.csv of a run never interrupted; checkpoints are pruned (written atomically: tests/lit/test_checkpoints.py)."""
+metrics.csv of a run never interrupted; checkpoints are pruned (written atomically: tests/lit/test_checkpoints.py).
+BERTLAB_KILL_MOMENTS=10 adds ten kill moments each of `train` and `fine-tune` in trainer.precision=fastest
+(about 20 s a moment on 2 cores, so not in the suite by default)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
-from tests.bertlab_runs import pretraining, run_in_process, sha256, start_child
+from tests.bertlab_runs import (FP32, fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256,
+                                start_child)
 
 # ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.
 # Without metrics.png/json (slow to draw): resuming must not depend on them.
@@ -143,3 +147,67 @@ def test_a_run_on_copied_pairs_validates_on_both_sets_and_resumes_bit_for_bit(ti
     # first validation with such a step past the checkpoint's are not handed back on resume, and hold nothing else.
     assert [row for row in metrics(forked) if set(row) != {"step"}] == [row for row in rows if set(row) != {"step"}]
     assert weights(forked) == weights(first)
+
+
+# Kill moments: after the n-th write of last.ckpt (a validation every 4 of 22 steps), at once or a little later.
+KILL_MOMENTS = [(writes, delay) for writes in range(1, 6) for delay in (0.0, 0.03)]
+MOMENTS_ASKED = int(os.environ.get("BERTLAB_KILL_MOMENTS", "0"))
+
+
+def kill_after_writes(child: subprocess.Popen, last: Path, writes: int, delay: float, timeout: float = 240) -> None:
+    """SIGKILL `child` `delay` seconds after it has written `last` `writes` times (each write a new file)."""
+    deadline, seen, stamp = time.monotonic() + timeout, 0, None
+    while seen < writes:
+        if child.poll() is not None or time.monotonic() > deadline:
+            return
+        try:
+            status = last.stat()
+            if (status.st_ino, status.st_mtime_ns) != stamp:
+                stamp, seen = (status.st_ino, status.st_mtime_ns), seen + 1
+        except FileNotFoundError:
+            pass
+        time.sleep(0.002)
+    time.sleep(delay)
+    os.kill(child.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(MOMENTS_ASKED < 1, reason="set BERTLAB_KILL_MOMENTS=N (1-10) to kill and resume each command at "
+                                               "N moments, about 20 s each on 2 cores")
+@pytest.mark.parametrize("command", ["train", "fine-tune"])
+@pytest.mark.parametrize(("writes", "delay"), KILL_MOMENTS)
+def test_killed_at_any_moment_and_resumed_in_fastest_the_run_ends_bit_for_bit(command, writes, delay, tiny_data_dir,
+                                                                              tmp_path_factory):
+    """The issue's scenario: the recipes' trainer.precision=fastest, an uninterrupted run and one killed at
+    this moment and resumed with resume=auto end with the same weights and metrics.csv."""
+    if KILL_MOMENTS.index((writes, delay)) >= MOMENTS_ASKED:
+        pytest.skip(f"BERTLAB_KILL_MOMENTS={MOMENTS_ASKED} leaves this moment out")
+    root = tmp_path_factory.getbasetemp() / f"kill_moments_{command}"
+    schedule = ["trainer.max_steps=22", "trainer.val_check_interval=4", "callbacks.artifacts=null"]
+
+    def args(name: str, *overrides: str) -> list[str]:
+        if command == "train":
+            argv = pretraining(tiny_data_dir, root / "cache", root / name, "+data.max_train_lines=40", *schedule,
+                               *overrides)
+        else:
+            tokenizer = root / "tokenizer"
+            if not tokenizer.exists():
+                sentiment_tokenizer(tiny_data_dir, tokenizer)
+            argv = fine_tuning(tiny_data_dir, tokenizer, root / name, *schedule, *overrides)
+        return ["trainer.precision=fastest" if item in FP32 else item for item in argv]
+
+    first = root / "first"
+    if not (first / "hf_model" / "model.safetensors").exists():
+        outcome = run_in_process(args("first", "seed=0"))  # times the precisions once; every later run reads them
+        assert outcome.code == 0, outcome.err
+    killed = root / f"killed_{writes}_{delay}"
+    child = start_child(args(killed.name, "seed=0"), root / f"{killed.name}.log")
+    kill_after_writes(child, killed / "lightning_checkpoints" / "last.ckpt", writes, delay)
+    child.wait(timeout=240)
+    assert child.returncode == -signal.SIGKILL, (root / f"{killed.name}.log").read_text()
+    outcome = run_in_process(args(killed.name, "seed=0", "resume=auto"))
+    assert outcome.code == 0, outcome.err
+    precisions = [OmegaConf.load(run / "config.yaml").trainer.precision for run in (first, killed)]
+    assert precisions[0] == precisions[1] != "fastest"
+    assert weights(killed) == weights(first)
+    assert metrics(killed) == metrics(first)

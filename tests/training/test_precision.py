@@ -1,19 +1,23 @@
 """trainer.precision=fastest (bertlab.training.precision): the candidate its trials find faster wins (each
 one's best round, bf16-mixed by a margin) and config.yaml records it, that config repeats the run bit for bit,
-a resumed run keeps it, a sweep's later jobs keep it and a budget calibrates in it; without native bf16
+a resumed run keeps it, a sweep's later jobs keep it and a budget calibrates in it; the decision is kept per
+machine kind and shape and never timed again, however slow a later timing would be; without native bf16
 nothing is timed; bad values are one line."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
+from datetime import date
 from pathlib import Path
 
 import pytest
 import torch
 from omegaconf import OmegaConf
 
-from bertlab.training import precision, trial
+from bertlab.errors import ConfigError
+from bertlab.training import precision, precision_decisions, trial
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256
 from tests.training.fake_clocks import FakeClock, never_read
 
@@ -45,11 +49,10 @@ def trials_measuring(patch: pytest.MonkeyPatch, rates: dict[str, float]) -> list
 
 
 @pytest.fixture(autouse=True)
-def choices_forgotten():
-    """Each test's runs choose anew and leave no choice behind (a process keeps its sweeps' choices)."""
-    precision.chosen_in_this_process.clear()
-    yield
-    precision.chosen_in_this_process.clear()
+def decisions_file(monkeypatch, tmp_path) -> Path:
+    """Each test's runs decide anew, in a decisions file of their own."""
+    monkeypatch.setenv("BERTLAB_CACHE_DIR", str(tmp_path / "bertlab_cache"))
+    return tmp_path / "bertlab_cache" / "precision_decisions.json"
 
 
 def recorded(run_dir: Path) -> tuple[str, int, float | None]:
@@ -68,6 +71,7 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
         return pretraining(tiny_data_dir, root / "cache", root / name, *SCHEDULE, "seed=3", *overrides)
 
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BERTLAB_CACHE_DIR", str(root / "bertlab_cache"))
         timed = trials_measuring(patch, BF16_FASTER)
         assert run_in_process(args("chosen", FASTEST, BUDGET)).code == 0
         assert timed == ROUNDS + ["bf16-mixed"]  # the candidates in turn, then the budget in the chosen one
@@ -87,8 +91,12 @@ def test_the_faster_candidate_wins_and_config_yaml_records_it(runs):
     chosen, steps, minutes = recorded(runs["chosen"])
     assert chosen == "bf16-mixed" and steps > 8 and minutes is None
     log = (runs["chosen"] / "mlm_tiny.log").read_text()
-    choice = log.index("trainer.precision=fastest: bf16-mixed (50 steps/s; 32-true 20)")
-    assert choice < log.index(f"budget_minutes=0.05: trainer.max_steps={steps} at ")
+    decisions = runs["chosen"].parent / "bertlab_cache" / "precision_decisions.json"
+    line = ("trainer.precision=fastest: bf16-mixed (timed now for this machine kind and shape: 32-true 20 steps/s, "
+            f"bf16-mixed 50; kept in {decisions})")
+    assert log.index(line) < log.index(f"budget_minutes=0.05: trainer.max_steps={steps} at ")
+    # The budget's re-plan rewrote config.yaml: the comment that says where the precision came from stays.
+    assert (runs["chosen"] / "config.yaml").read_text().startswith(f"# {line}\n")
 
 
 @pytest.mark.slow
@@ -117,7 +125,8 @@ def test_fine_tune_chooses_too(tiny_data_dir, tmp_path, capsys, monkeypatch):
     assert timed == ROUNDS
     assert OmegaConf.load(tmp_path / "run" / "config.yaml").trainer.precision == "32-true"
     log = (tmp_path / "run" / "sst2.log").read_text()
-    assert "trainer.precision=fastest: 32-true (50 steps/s; bf16-mixed 20)" in log
+    assert "trainer.precision=fastest: 32-true (timed now for this machine kind and shape: 32-true 50 steps/s, " \
+           "bf16-mixed 20; kept in " in log
 
 
 @pytest.mark.parametrize(("rounds", "expected"), [
@@ -143,8 +152,67 @@ def test_the_choice_takes_each_candidates_best_round_and_a_margin(monkeypatch, r
     assert (cfg.trainer.precision, asked) == (expected, ROUNDS)
 
 
+def trials_taking(monkeypatch, milliseconds: dict[str, float]) -> list[str]:
+    """Every trial takes `milliseconds[its precision]` a step on a device with native bf16; returns the
+    precisions of the trials as they run."""
+    asked = []
+
+    def time_steps(cfg, module, datamodule, run_dir, steps_only=False, precision=None):
+        asked.append(precision)
+        return trial.Timing(milliseconds[precision] / 1000, 0.0, None, 0.0, math.inf, 0.0)
+
+    monkeypatch.setattr(trial, "time_steps", time_steps)
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    return asked
+
+
+def chosen(config: dict) -> tuple[str, str]:
+    """The precision `fastest` chooses for `config` (given model and data groups) and the log's line."""
+    cfg = OmegaConf.create({"trainer": {"precision": "fastest"}, **config})
+    line = precision.choose(cfg, torch.device("cpu"), None, None, Path("."), checkpoint=None)
+    return cfg.trainer.precision, line
+
+
+TINY = {"model": {"hidden_size": 128}, "data": {"batch_size": 32, "seed": "${seed}"}, "seed": 0}
+
+
+def test_the_decision_holds_however_slow_a_later_timing_would_be(monkeypatch, decisions_file):
+    asked = trials_taking(monkeypatch, {"32-true": 10.0, "bf16-mixed": 5.0})
+    assert chosen(TINY) == ("bf16-mixed", "trainer.precision=fastest: bf16-mixed (timed now for this machine kind "
+                            f"and shape: 32-true 100 steps/s, bf16-mixed 200; kept in {decisions_file})")
+    asked.clear()
+    trials_taking(monkeypatch, {"32-true": 10.0, "bf16-mixed": 50.0})  # a busy machine: bf16-mixed 10x slower
+    again = chosen({**TINY, "seed": 7})  # another seed: the same shape
+    assert again == ("bf16-mixed", f"trainer.precision=fastest: bf16-mixed (decided {date.today().isoformat()} for "
+                     f"this machine kind and shape: 32-true 100 steps/s, bf16-mixed 200; from {decisions_file})")
+    assert asked == []
+
+
+def test_other_shapes_and_machine_kinds_decide_separately(monkeypatch, decisions_file):
+    first = trials_taking(monkeypatch, {"32-true": 10.0, "bf16-mixed": 5.0})
+    assert chosen(TINY)[0] == "bf16-mixed"
+    later = trials_taking(monkeypatch, {"32-true": 5.0, "bf16-mixed": 10.0})
+    assert chosen({**TINY, "model": {"hidden_size": 256}})[0] == "32-true"
+    monkeypatch.setattr(precision_decisions, "machine_kind", lambda device: "CPU other, 8 threads, torch 2.13.0")
+    assert chosen(TINY)[0] == "32-true"
+    assert (first, later) == (ROUNDS, ROUNDS * 2)
+    assert len(json.loads(decisions_file.read_text())) == 3
+
+
+def test_a_corrupt_decisions_file_is_one_line_naming_it(monkeypatch, decisions_file):
+    asked = trials_taking(monkeypatch, {"32-true": 10.0, "bf16-mixed": 5.0})
+    decisions_file.parent.mkdir(parents=True)
+    decisions_file.write_text('{"half written": ')
+    with pytest.raises(ConfigError, match=f"^trainer.precision=fastest: {decisions_file} is not a precision "
+                                          "decisions file .*; delete it to time the precisions anew, or set "
+                                          "trainer.precision=32-true or bf16-mixed$"):
+        chosen(TINY)
+    assert asked == [] and decisions_file.read_text() == '{"half written": '
+
+
 @pytest.mark.slow
-def test_a_sweeps_later_seeds_keep_the_first_choice(tiny_data_dir, tmp_path, capsys, monkeypatch):
+def test_a_sweeps_later_seeds_keep_the_first_choice(tiny_data_dir, tmp_path, capsys, monkeypatch,
+                                                     decisions_file):
     timed = trials_measuring(monkeypatch, FP32_FASTER)
     tokenizer = sentiment_tokenizer(tiny_data_dir, tmp_path / "tokenizer")
     outcome = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "sweep", "+data.limit_train_samples=16",
@@ -154,7 +222,8 @@ def test_a_sweeps_later_seeds_keep_the_first_choice(tiny_data_dir, tmp_path, cap
     assert timed == ROUNDS  # timed once for the four jobs
     logs = sorted((tmp_path / "sweep").glob("*/sst2.log"))
     assert [OmegaConf.load(log.parent / "config.yaml").trainer.precision for log in logs] == ["32-true"] * 4
-    assert "as chosen by this sweep's first job with this model, data, task and trainer" in logs[-1].read_text()
+    assert (f"trainer.precision=fastest: 32-true (decided {date.today().isoformat()} for this machine kind and shape: "
+            f"32-true 50 steps/s, bf16-mixed 20; from {decisions_file})") in logs[-1].read_text()
     other_data = run_in_process(fine_tuning(tiny_data_dir, tokenizer, tmp_path / "other", "+data.limit_train_samples=8",
                                             FASTEST), capsys)
     assert other_data.code == 0, other_data.err
@@ -194,3 +263,18 @@ def test_resuming_fastest_needs_the_config_of_the_resumed_run(runs, tmp_path, ca
         f"bertlab: error: trainer.precision=fastest with resume: {tmp_path}/config.yaml, which records the precision "
         f"the run chose, is missing or has no trainer.precision; resume with trainer.precision=32-true or bf16-mixed "
         f"instead of fastest"], outcome.err
+
+
+def test_a_corrupt_decisions_file_stops_the_command_in_one_line(tiny_data_dir, tmp_path, capsys, monkeypatch,
+                                                                decisions_file):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    monkeypatch.setattr(trial, "clock", never_read)
+    decisions_file.parent.mkdir(parents=True)
+    decisions_file.write_text("[1, 2")
+    outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", tmp_path / "run", "trainer.max_steps=2",
+                                         FASTEST), capsys)
+    errors = [line for line in outcome.error_lines if line.startswith("bertlab: error:")]
+    assert outcome.code == 1 and len(errors) == 1 and "Traceback" not in outcome.err, outcome.err
+    assert errors[0].startswith(f"bertlab: error: trainer.precision=fastest: {decisions_file} is not a "
+                                             f"precision decisions file (")
+    assert decisions_file.read_text() == "[1, 2"
