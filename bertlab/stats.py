@@ -59,9 +59,10 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(mean, std, mean - half, mean + half, n)
 
 
-def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool) -> Verdict:
+def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool, higher_is_better: bool = True) -> Verdict:
     """The verdict on b against a: the paired t-test on b − a where the values pair (the same seeds, the same
-    data order: a[i] with b[i]), else Welch's unequal-variance t-test."""
+    data order: a[i] with b[i]), else Welch's unequal-variance t-test. With `higher_is_better` false (a loss),
+    "better" is an interval below zero."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if paired and len(a) != len(b):
         raise ValueError(f"paired scores need as many values on each side, got {len(a)} and {len(b)}")
@@ -75,14 +76,17 @@ def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool) -> Verd
         spread = math.hypot(a.std(ddof=1), b.std(ddof=1))
         needed = welch_seeds_needed(difference, float(a.std(ddof=1)), float(b.std(ddof=1)))
     if spread == 0:  # every pair differs by the same amount: an interval of one point, nothing to test
-        return Verdict(test, difference, difference, difference, math.nan, judge(difference, difference), None)
+        return Verdict(test, difference, difference, difference, math.nan,
+                       judge(difference, difference, higher_is_better), None)
     result = stats.ttest_rel(b, a) if paired else stats.ttest_ind(b, a, equal_var=False)
     interval = result.confidence_interval(CONFIDENCE)
     low, high = float(interval.low), float(interval.high)
-    return Verdict(test, difference, low, high, float(result.pvalue), judge(low, high), needed)
+    return Verdict(test, difference, low, high, float(result.pvalue), judge(low, high, higher_is_better), needed)
 
 
-def judge(low: float, high: float) -> str:
+def judge(low: float, high: float, higher_is_better: bool = True) -> str:
+    if not higher_is_better:
+        low, high = -high, -low
     return BETTER if low > 0 else WORSE if high < 0 else UNDECIDED
 
 

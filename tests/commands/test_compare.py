@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import statistics
 from pathlib import Path
 
 import matplotlib.image
 import pandas as pd
+import pytest
 from omegaconf import OmegaConf
 
 from bertlab.commands.compare import compare
@@ -202,3 +205,36 @@ def test_a_group_member_that_is_no_suite_is_refused_in_one_line(tmp_path, capsys
     other = write_seed_scores(tmp_path / "b.csv", {"rte": [55.0, 57.0]})
     outcome = run_in_process(["compare", "--output", str(tmp_path / "out"), str(run), "--", str(other)], capsys)
     assert outcome.code == 1 and "1: run: not a GLUE suite; groups hold GLUE suites" in outcome.error_lines[-1]
+
+
+def write_pretraining_run(folder: Path, seed: int, ratios: list[float]) -> Path:
+    """A pretraining run that logged the plain-text measure: its model's perplexity against a unigram's of 1,000."""
+    write_run(folder, {"seed": seed}, [6.0] * len(ratios))
+    frame = pd.read_csv(folder / "metrics.csv")
+    frame["text/perplexity"] = [1000.0 * ratio for ratio in ratios]
+    frame["text/unigram_perplexity"] = 1000.0
+    frame["text/perplexity_ratio"] = ratios
+    frame.to_csv(folder / "metrics.csv", index=False)
+    return folder
+
+
+def test_groups_of_pretraining_runs_are_judged_on_the_log_of_their_plain_text_ratio(tmp_path, capsys):
+    # The last ratio of each run counts: 0.09–0.11 against 0.059–0.061, lower being better.
+    baseline = [write_pretraining_run(tmp_path / f"a{run}", run, [0.5, 0.09 + 0.01 * run]) for run in range(3)]
+    other = [write_pretraining_run(tmp_path / f"b{run}", run, [0.4, 0.059 + 0.001 * run]) for run in range(3)]
+    outcome = run_in_process(["compare", "--output", str(tmp_path / "out"), *map(str, baseline), "--",
+                              *map(str, other)], capsys)
+    assert outcome.code == 0, outcome.err
+    with (tmp_path / "out" / "verdict.csv").open() as handle:
+        (row,) = csv.DictReader(handle)
+    expected = statistics.fmean(math.log(0.059 + 0.001 * run) - math.log(0.09 + 0.01 * run) for run in range(3))
+    assert (row["task"], row["unit"], row["test"], row["n"]) == ("log text/perplexity_ratio", "pretraining runs",
+                                                                 "Welch t", "3")
+    assert float(row["difference"]) == pytest.approx(expected) and row["verdict"] == "better"
+    assert "lower is better" in outcome.out
+    # The other way round, the same interval judged worse.
+    swapped = compare(other, tmp_path / "swapped", against=baseline)
+    assert "| worse |" in swapped
+    # Without groups, each run against the first: one run a side is a difference without a test.
+    single = compare([baseline[0], other[0]], tmp_path / "single")
+    assert "log text/perplexity_ratio" in single and "| no detectable difference |" in single
