@@ -53,7 +53,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     (`bertlab.lit.masking.mask_tokens`). `pad_to_max_length` pads every batch to `max_seq_length` and
     leaves out each epoch's short last training batch: one shape for torch.compile (with
     task.static_masking). `num_proc` processes tokenize and pack (None: this one alone). Given the
-    tokenizer, the sequences and the training order depend only on `seed`, not on `num_proc`.
+    tokenizer, the sequences and the training order depend only on `seed`, not on `num_proc`; the validation
+    sequences not even on `seed` (VALIDATION_PACKING_SEED).
     """
 
     def __init__(
