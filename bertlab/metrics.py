@@ -22,9 +22,15 @@ VALIDATION, TEXT_VALIDATION, SELECTION, DEV = "val", "val_text", "selection", "d
 VALIDATION_SETS = {VALIDATION: "held-out, built like training", TEXT_VALIDATION: "held-out plain text",
                    SELECTION: "training rows held out, the checkpoint chosen on them",
                    DEV: "the task's validation split, reported"}
-VALIDATION_PREFIXES = tuple(f"{name}/" for name in VALIDATION_SETS)
+# Pretraining's measure of what it learned, the same for every run (bertlab.lit.pretraining; docs/pretraining_validation.md):
+# the held-out plain text, 15% of its tokens all [MASK] at positions fixed by the text: `text/loss`, `text/perplexity`,
+# `text/accuracy`, and against a unigram model of the training tokens, `text/unigram_perplexity` and
+# `text/perplexity_ratio` (the model's perplexity over the unigram's, lower is better).
+TEXT_MEASURE = "text"
+TEXT_RATIO, TEXT_UNIGRAM = f"{TEXT_MEASURE}/perplexity_ratio", f"{TEXT_MEASURE}/unigram_perplexity"
+VALIDATION_PREFIXES = tuple(f"{name}/" for name in [*VALIDATION_SETS, TEXT_MEASURE])
 # A set keeps its colour in every panel.
-SERIES_COLOURS = {"train": "C0", VALIDATION: "C1", TEXT_VALIDATION: "C2", SELECTION: "C1", DEV: "C2"}
+SERIES_COLOURS = {"train": "C0", VALIDATION: "C1", TEXT_VALIDATION: "C2", SELECTION: "C1", DEV: "C2", TEXT_MEASURE: "C3"}
 # Metrics where lower is better; every other validation metric is best at its maximum.
 _LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
 
@@ -105,7 +111,8 @@ def plot_panels(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
     losses = [name for name in frame.columns if name.endswith("loss")]
     others: dict[str, list[str]] = {}
     for name in frame.columns:
-        if name.startswith(VALIDATION_PREFIXES) and name not in losses:
+        # The unigram's constant perplexity is a line in the perplexity panel (`metrics_figure`).
+        if name.startswith(VALIDATION_PREFIXES) and name not in losses and name != TEXT_UNIGRAM:
             others.setdefault(name.split("/", 1)[1], []).append(name)
     return ([("loss", losses)] if losses else []) + [(names[0] if len(names) == 1 else metric, names)
                                                       for metric, names in others.items()]
@@ -137,14 +144,28 @@ def metrics_figure(frame: pd.DataFrame) -> Figure:
                                   color=SERIES_COLOURS.get(name.split("/")[0]))
                 smoothed = values.rolling(max(1, len(values) // 50), min_periods=1).mean()
                 axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
+        unigram = _unigram_level(frame, names)
+        if unigram is not None:
+            axes.axhline(unigram[0], color=SERIES_COLOURS[TEXT_MEASURE], linestyle=":", linewidth=1.5,
+                         label=unigram[1])
         axes.set_title(title)
         if "perplexity" in title:
             axes.set_yscale("log")  # it falls by orders of magnitude early in pretraining
         axes.set_xlabel("step")
         axes.grid(alpha=0.3)
-        if len(names) > 1:
+        if len(names) > 1 or unigram is not None:
             axes.legend(fontsize="small")
     return figure
+
+
+def _unigram_level(frame: pd.DataFrame, names: list[str]) -> tuple[float, str] | None:
+    """(level, label) of the unigram model's horizontal line in a panel of `text/` perplexities or of their
+    ratio; None in other panels."""
+    if TEXT_RATIO in names:
+        return 1.0, "unigram model (ratio 1)"
+    if f"{TEXT_MEASURE}/perplexity" in names and TEXT_UNIGRAM in frame:
+        return float(series(frame, TEXT_UNIGRAM).iloc[-1]), TEXT_UNIGRAM
+    return None
 
 
 def run_summary(run_dir: Path, minutes: float, monitor: str | None = None, mode: str | None = None) -> str:

@@ -61,9 +61,10 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(mean, std, mean - half, mean + half, n)
 
 
-def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool) -> Verdict:
+def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool, higher_is_better: bool = True) -> Verdict:
     """The verdict on b against a: the paired t-test on b − a where the values pair (the same seeds, the same
-    data order: a[i] with b[i]), else Welch's unequal-variance t-test."""
+    data order: a[i] with b[i]), else Welch's unequal-variance t-test. With `higher_is_better` false (a loss),
+    "better" is an interval below zero."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if paired and len(a) != len(b):
         raise ValueError(f"paired scores need as many values on each side, got {len(a)} and {len(b)}")
@@ -81,7 +82,7 @@ def compare_scores(a: Sequence[float], b: Sequence[float], paired: bool) -> Verd
     result = stats.ttest_rel(b, a) if paired else stats.ttest_ind(b, a, equal_var=False)
     interval = result.confidence_interval(CONFIDENCE)
     low, high = float(interval.low), float(interval.high)
-    return Verdict(test, difference, low, high, float(result.pvalue), judge(low, high), needed)
+    return Verdict(test, difference, low, high, float(result.pvalue), judge(low, high, higher_is_better), needed)
 
 
 def compare_summaries(a: tuple[float, float, int], b: tuple[float, float, int]) -> Verdict:
@@ -93,7 +94,7 @@ def compare_summaries(a: tuple[float, float, int], b: tuple[float, float, int]) 
         return Verdict(WELCH, difference, math.nan, math.nan, math.nan, UNDECIDED, None)
     variance_a, variance_b = std_a ** 2 / n_a, std_b ** 2 / n_b
     if variance_a + variance_b == 0:
-        return Verdict(WELCH, difference, difference, difference, math.nan, judge(difference, difference), None)
+        return Verdict(WELCH, difference, difference, difference, math.nan, NOT_TESTABLE, None)
     df = (variance_a + variance_b) ** 2 / (variance_a ** 2 / (n_a - 1) + variance_b ** 2 / (n_b - 1))
     half = float(stats.t.ppf((1 + CONFIDENCE) / 2, df)) * math.sqrt(variance_a + variance_b)
     p_value = float(stats.ttest_ind_from_stats(mean_b, std_b, n_b, mean_a, std_a, n_a, equal_var=False).pvalue)
@@ -102,7 +103,9 @@ def compare_summaries(a: tuple[float, float, int], b: tuple[float, float, int]) 
     return Verdict(WELCH, difference, low, high, p_value, judge(low, high), needed)
 
 
-def judge(low: float, high: float) -> str:
+def judge(low: float, high: float, higher_is_better: bool = True) -> str:
+    if not higher_is_better:
+        low, high = -high, -low
     return BETTER if low > 0 else WORSE if high < 0 else UNDECIDED
 
 

@@ -23,9 +23,9 @@ def markdown_table(header: Sequence[Any], rows: Iterable[Iterable[Any]], rule: s
     return [markdown_row(header), "|" + "|".join(rule for _ in header) + "|", *map(markdown_row, rows)]
 
 
-def interval(low: float, high: float, missing: str = "–") -> str:
-    """A 95% interval at one decimal, `missing` where there is none (a single seed)."""
-    return missing if math.isnan(low) else f"[{low:.1f}, {high:.1f}]"
+def interval(low: float, high: float, missing: str = "–", digits: int = 1) -> str:
+    """A 95% interval at `digits` decimals, `missing` where there is none (a single seed)."""
+    return missing if math.isnan(low) else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def write_markdown(path: Path, text: str) -> str:

@@ -3,9 +3,11 @@ the end of a run (bertlab.metrics)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from bertlab.metrics import (metric_label, metrics_figure, plot_metrics, plot_panels, read_metrics, run_summary,
                              summarise_metrics)
@@ -80,3 +82,29 @@ def test_a_selection_split_is_named_for_what_it_is_and_old_folders_read_alike(tm
     assert "dev/accuracy (the task's validation split, reported): 0.6 (step 9) → 0.65 (step 19)" in lines
     # Without a dev/ split, val/ is the only validation set and keeps its name.
     assert list(summarise_metrics(frame.drop(columns="dev/accuracy"))["best"]) == ["val/accuracy"]
+
+
+def test_the_plain_text_measure_is_summarised_and_drawn_against_its_unigram_model(tmp_path: Path):
+    rows = ["epoch,step,train/loss,val/loss,val/perplexity,text/loss,text/perplexity,text/unigram_perplexity,"
+            "text/perplexity_ratio"]
+    for step, (train, text) in enumerate([(9.0, 7.2), (7.0, 6.9), (6.0, 6.1), (5.5, 5.6)]):
+        rows += [f"0,{100 * step + 99},{train},,,,,,",
+                 f"0,{100 * step + 99},,{text - 0.3},{math.exp(text - 0.3)},{text},{math.exp(text)},1000.0,"
+                 f"{math.exp(text) / 1000}"]
+    (tmp_path / "metrics.csv").write_text("\n".join(rows) + "\n")
+    frame = read_metrics(tmp_path)
+    summary = summarise_metrics(frame)
+    assert summary["final"]["text/perplexity_ratio"] == pytest.approx(math.exp(5.6) / 1000)
+    assert summary["best"]["text/perplexity_ratio"] == {"value": pytest.approx(math.exp(5.6) / 1000), "step": 399}
+    assert summary["final"]["text/unigram_perplexity"] == 1000.0
+    panels = dict(plot_panels(frame))
+    assert panels["perplexity"] == ["val/perplexity", "text/perplexity"]
+    assert panels["text/perplexity_ratio"] == ["text/perplexity_ratio"]
+    assert not any("text/unigram_perplexity" in names for names in panels.values())  # a line, not a curve
+    figure = metrics_figure(frame)
+    levels = {axes.get_title(): [line.get_ydata()[0] for line in axes.get_lines()
+                                 if line.get_label().startswith("unigram") or line.get_label().endswith("unigram_perplexity")]
+              for axes in figure.axes}
+    assert levels == {"loss": [], "perplexity": [1000.0], "text/perplexity_ratio": [1.0]}
+    plot_metrics(frame, tmp_path / "metrics.png")
+    assert (tmp_path / "metrics.png").read_bytes().startswith(b"\x89PNG")

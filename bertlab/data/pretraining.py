@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 
 # The split of the validation documents packed as the training ones are, when those are copied pairs.
 TRAINING_STYLE_VALIDATION = "validation_training_style"
+# Validation text is packed with this seed, not the run's: runs of any seed validate on the same sequences, so the
+# plain-text measure (text/, at positions fixed by each sequence's tokens) scores the same targets in every run.
+VALIDATION_PACKING_SEED = 0
 
 
 @checks_arguments
@@ -50,7 +53,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     (`bertlab.lit.masking.mask_tokens`). `pad_to_max_length` pads every batch to `max_seq_length` and
     leaves out each epoch's short last training batch: one shape for torch.compile (with
     task.static_masking). `num_proc` processes tokenize and pack (None: this one alone). Given the
-    tokenizer, the sequences and the training order depend only on `seed`, not on `num_proc`.
+    tokenizer, the sequences and the training order depend only on `seed`, not on `num_proc`; the validation
+    sequences not even on `seed` (VALIDATION_PACKING_SEED).
     """
 
     def __init__(
@@ -147,7 +151,8 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
             copy_pair_prob = self.copy_pair_prob if split in ("train", TRAINING_STYLE_VALIDATION) else 0.0
             sequences = packed_sequences(
                 documents_of_split, self.tokenizer, self.cache_dir, self.num_proc, max_seq_length=self.max_seq_length,
-                short_seq_prob=self.short_seq_prob, nsp=self.nsp, seed=self.seed, copy_pair_prob=copy_pair_prob,
+                short_seq_prob=self.short_seq_prob, nsp=self.nsp,
+                seed=self.seed if split == "train" else VALIDATION_PACKING_SEED, copy_pair_prob=copy_pair_prob,
                 copy_drop_prob=self.copy_drop_prob, source=self.source,
             )
             num_tokens = pc.sum(pc.list_value_length(sequences.data.column("input_ids"))).as_py()

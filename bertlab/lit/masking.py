@@ -141,3 +141,32 @@ def _random_tokens_except(
     for token in excluded_sorted:
         tokens += tokens >= token
     return tokens
+
+
+# The plain-text measure's corruption (`fixed_mask`): a constant of the project, like the seed of its positions.
+FIXED_MASK_PROBABILITY = 0.15
+FIXED_MASK_SEED = 15
+
+
+def fixed_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor, special_tokens_mask: torch.Tensor, *,
+               mask_token_id: int, excluded_ids: Sequence[int] = (), probability: float = FIXED_MASK_PROBABILITY,
+               seed: int = FIXED_MASK_SEED) -> tuple[torch.Tensor, torch.Tensor]:
+    """The plain-text measure's corruption; returns (masked_input_ids, labels) as `mask_tokens` does.
+
+    In each row, exactly round(`probability` × n) of its n maskable tokens (neither special by
+    `special_tokens_mask` nor one of `excluded_ids`, e.g. [UNK]) all become [MASK]. The positions are drawn
+    from `seed` and the row's own tokens (those of `attention_mask`) alone: a sequence is masked the same
+    way at every evaluation, in any batch, on any device, whatever the run's seed and masking settings.
+    """
+    rows = input_ids.cpu().numpy()
+    real = attention_mask.cpu().numpy().astype(bool)
+    maskable = real & ~special_tokens_mask.cpu().numpy().astype(bool) & ~np.isin(rows, list(excluded_ids))
+    chosen = np.zeros_like(maskable)
+    for row, (ids, is_real, can_mask) in enumerate(zip(rows, real, maskable)):
+        draws = np.random.default_rng([seed, *ids[is_real].tolist()]).random(len(ids))
+        candidates = np.flatnonzero(can_mask)
+        count = round(probability * len(candidates))
+        chosen[row, candidates[np.argsort(draws[candidates], kind="stable")[:count]]] = True
+    chosen = torch.from_numpy(chosen).to(input_ids.device)
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+    return torch.where(chosen, torch.full_like(input_ids, mask_token_id), input_ids), labels

@@ -3,6 +3,10 @@
 Masking happens inside the step, on the device, from a generator seeded by (seed, rank, step,
 micro-batch): no masking state exists outside the checkpointed step counter, so a resumed run masks
 exactly as the uninterrupted one would have.
+
+Every validation also measures the plain text with one corruption for every run (`text/`, see
+`bertlab.metrics.TEXT_MEASURE` and docs/pretraining_validation.md): 15% of its tokens, all [MASK], at
+positions fixed by the text alone, scored by the model and by a unigram model of the training tokens.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from torchmetrics.classification import MulticlassAccuracy
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
-from bertlab.lit.masking import mask_tokens, masking_generator, predicted_per_batch, predictions_per_row
+from bertlab.lit.masking import (FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator,
+                                 predicted_per_batch, predictions_per_row)
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.saved_task import RecordsTask
-from bertlab.metrics import VALIDATION, VALIDATION_SETS
+from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
 from bertlab.value_rules import Dropout, Interval, OneOf, Probability, checks_arguments
 
@@ -42,7 +47,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
     with torch.compile (the parameter names, and so the checkpoints, stay the same), in torch.compile's
     `compile_mode` if given: "reduce-overhead" replays the compiled forward and backward as CUDA graphs
     on a GPU, where launching a step's few hundred kernels from Python would otherwise leave it idle.
-    `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`.
+    `unigram_output_bias` asks the command that builds a fresh model to call `init_output_bias`; the command
+    gives every module the training token counts (`set_unigram`), against which `text/` is scored.
     `dropout` (a probability) replaces the model's dropout while pretraining; the checkpoint's
     config keeps the model's values, which fine-tuning then uses.
     `static_masking` masks an exact number of tokens per row and predicts a block of
@@ -76,6 +82,11 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
         # Per validation set (see `validation_set`); torchmetrics' states are not saved in checkpoints.
         self.val_metrics = nn.ModuleDict({name: self._validation_metrics(model_config.vocab_size, nsp)
                                           for name in VALIDATION_SETS})
+        self.text_metrics = nn.ModuleDict({
+            "loss": MeanMetric(), "unigram_loss": MeanMetric(),
+            "accuracy": MulticlassAccuracy(num_classes=model_config.vocab_size, average="micro", validate_args=False)})
+        # log p(token) of the unigram model (`set_unigram`); rebuilt from the data, never saved in checkpoints.
+        self.register_buffer("unigram_log_probs", None, persistent=False)
 
     @staticmethod
     def _validation_metrics(vocab_size: int, nsp: bool) -> nn.ModuleDict:
@@ -88,6 +99,10 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
     def init_output_bias(self, token_counts: np.ndarray) -> None:
         """The MLM decoder's bias at the training tokens' log frequencies (see `init_unigram_bias`)."""
         init_unigram_bias(self.model.cls.predictions.bias, token_counts, self.hparams.special_token_ids)
+
+    def set_unigram(self, token_counts: np.ndarray) -> None:
+        """The unigram model that `text/` is scored against: the training tokens' frequencies (`unigram_log_probs`)."""
+        self.unigram_log_probs = unigram_log_probs(token_counts, self.hparams.special_token_ids).float().to(self.device)
 
     def forward_flops(self, batch_size: int, length: int) -> float:
         # NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
@@ -118,9 +133,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
             return None
         return predictions_per_row(length, self.hparams.mlm_probability)
 
-    def _predicted_targets(self, labels: torch.Tensor) -> torch.Tensor:
-        """The labels in the order of the model's predictions; with static masking, -100 at filler positions."""
-        per_row = self._predictions_per_row(labels.shape[1])
+    def _predicted_targets(self, labels: torch.Tensor, per_row: int | None) -> torch.Tensor:
+        """The labels in the order of the model's predictions; with a static block, -100 at filler positions."""
         if per_row is None:
             return labels[labels != IGNORE_INDEX]
         return labels.gather(1, predicted_positions(labels, per_row)).flatten()
@@ -156,9 +170,10 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
         generator = masking_generator(self.hparams.seed, VALIDATION_STREAM, self.global_rank, dataloader_idx,
                                       batch_idx, device=self.device)
         output, labels = self._masked_forward(batch, generator, return_logits=True)
-        targets = self._predicted_targets(labels)
+        targets = self._predicted_targets(labels, self._predictions_per_row(labels.shape[1]))
         scored = targets != IGNORE_INDEX
-        metrics = self.val_metrics[validation_set(self.trainer, dataloader_idx)]
+        name = validation_set(self.trainer, dataloader_idx)
+        metrics = self.val_metrics[name]
         if self.hparams.nsp:
             logits, mlm_loss = output.prediction_logits, output.mlm_loss
             metrics["nsp_accuracy"].update(output.seq_relationship_logits.argmax(-1), batch["next_sentence_label"])
@@ -166,11 +181,32 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
             logits, mlm_loss = output.logits, output.loss
         metrics["loss"].update(mlm_loss, weight=scored.sum())
         metrics["accuracy"].update(logits[scored].argmax(-1), targets[scored])
+        if name == plain_text_set(self.trainer):
+            self._measure_text(batch)
+
+    def _measure_text(self, batch: dict[str, torch.Tensor]) -> None:
+        """`text/`'s figures on a batch of plain text: the fixed corruption (`fixed_mask`), scored by the model
+        and, at the same positions, by the unigram model."""
+        input_ids, labels = fixed_mask(batch["input_ids"], batch["attention_mask"], batch["special_tokens_mask"],
+                                       mask_token_id=self.hparams.mask_token_id,
+                                       excluded_ids=self.hparams.special_token_ids)
+        # The static prediction block of this corruption's rate keeps torch.compile's shapes fixed.
+        per_row = predictions_per_row(labels.shape[1], FIXED_MASK_PROBABILITY) if self.hparams.static_masking else None
+        self._start_cuda_graph_step()  # the validation forward's outputs are read already
+        output = self.model(input_ids=input_ids, attention_mask=batch["attention_mask"],
+                            token_type_ids=batch.get("token_type_ids"), labels=labels, predictions_per_row=per_row)
+        logits, loss = (output.prediction_logits, output.mlm_loss) if self.hparams.nsp else (output.logits, output.loss)
+        targets = self._predicted_targets(labels, per_row)
+        scored = targets != IGNORE_INDEX
+        self.text_metrics["loss"].update(loss, weight=scored.sum())
+        self.text_metrics["accuracy"].update(logits[scored].argmax(-1), targets[scored])
+        if self.unigram_log_probs is not None:
+            self.text_metrics["unigram_loss"].update(-self.unigram_log_probs[targets[scored]])
 
     def on_validation_epoch_start(self) -> None:
         # Reset in the loop that updates them: states reset at the end of a trainer.validate run are
         # inference tensors, which a later fit's validation could not update in place.
-        for metrics in self.val_metrics.values():
+        for metrics in [*self.val_metrics.values(), self.text_metrics]:
             for metric in metrics.values():
                 metric.reset()
 
@@ -182,6 +218,18 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
                 values["perplexity"] = values["loss"].exp()
                 logged.update({f"{name}/{key}": value for key, value in values.items()})
         self.log_dict(logged, prog_bar=True)
+        if self.text_metrics["loss"].update_called:
+            self.log_dict(self._text_figures())
+
+    def _text_figures(self) -> dict[str, torch.Tensor]:
+        """`text/`: the model's loss, perplexity and accuracy; with the unigram model, its perplexity and
+        the ratio of the two (lower is better)."""
+        loss = self.text_metrics["loss"].compute()
+        figures = {"loss": loss, "perplexity": loss.exp(), "accuracy": self.text_metrics["accuracy"].compute()}
+        if self.text_metrics["unigram_loss"].update_called:
+            unigram_loss = self.text_metrics["unigram_loss"].compute()
+            figures.update(unigram_perplexity=unigram_loss.exp(), perplexity_ratio=(loss - unigram_loss).exp())
+        return {f"{TEXT_MEASURE}/{key}": value for key, value in figures.items()}
 
     def configure_optimizers(self) -> dict:
         return configure_optimization(self, self.optimizer_factory, self.scheduler_factory)
@@ -193,6 +241,12 @@ def validation_set(trainer, dataloader_idx: int) -> str:
     the training sequences are copied pairs), else `val`."""
     loaders = trainer.val_dataloaders
     return list(loaders)[dataloader_idx] if isinstance(loaders, Mapping) else VALIDATION
+
+
+def plain_text_set(trainer) -> str:
+    """The validation set that reads the held-out plain text: `val_text` beside a set built otherwise (copied
+    pairs), else `val`."""
+    return TEXT_VALIDATION if isinstance(trainer.val_dataloaders, Mapping) else VALIDATION
 
 
 def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int) -> BertConfig:
@@ -214,10 +268,15 @@ def init_unigram_bias(bias: torch.Tensor, token_counts: np.ndarray, special_toke
     if bias is None:
         raise ConfigError("task.unigram_output_bias sets the MLM decoder's bias, and model.decoder_bias=false leaves "
                           "it none; set task.unigram_output_bias=false or model.decoder_bias=true")
-    counts = torch.tensor(token_counts, dtype=torch.float64)
-    if counts.shape != bias.shape:
-        raise DataError(f"token counts have shape {tuple(counts.shape)}; expected {tuple(bias.shape)}")
-    counts[list(special_token_ids)] = 0
-    log_frequencies = (counts + 1).log() - (counts + 1).sum().log()
+    if tuple(np.shape(token_counts)) != tuple(bias.shape):
+        raise DataError(f"token counts have shape {tuple(np.shape(token_counts))}; expected {tuple(bias.shape)}")
     with torch.no_grad():
-        bias.copy_(log_frequencies)
+        bias.copy_(unigram_log_probs(token_counts, special_token_ids))
+
+
+def unigram_log_probs(token_counts: np.ndarray, special_token_ids: Sequence[int]) -> torch.Tensor:
+    """log p(token) of a unigram model of the training tokens, in float64: add-one smoothing keeps unseen
+    tokens finite; special tokens, never predicted, get the count of an unseen token."""
+    counts = torch.tensor(token_counts, dtype=torch.float64)
+    counts[list(special_token_ids)] = 0
+    return (counts + 1).log() - (counts + 1).sum().log()

@@ -16,12 +16,12 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from bertlab.errors import DataError
-from bertlab.metrics import (VALIDATION_PREFIXES, best_point, final_values, metric_names, named_for_their_sets,
-                             read_metrics, series)
+from bertlab.metrics import (TEXT_RATIO, VALIDATION_PREFIXES, best_point, final_values, metric_names,
+                             named_for_their_sets, read_metrics, series)
 from bertlab.tables import markdown_table
 from bertlab.training.glue import GLUE_AVERAGE, GLUE_CSV, job_configs
 from bertlab.training.run_folder import CONFIG, TIMESTAMP, TIMING
-from bertlab.training.verdict import suite_seed_scores, verdicts
+from bertlab.training.verdict import log_text_ratio, suite_seed_scores, text_verdicts, verdicts
 
 # Keys that differ between any two runs and say nothing about the experiment.
 IGNORED = ("paths.", "hydra.", "resume", "trainer.default_root_dir", "logger.", "callbacks.checkpoint.dirpath")
@@ -191,16 +191,24 @@ def table_lines(labels: list[str], rows: list[dict[str, Any]], columns: list[str
 def judge_suites(folders: list[Path], labels: list[str], baseline_count: int | None
                  ) -> list[tuple[str, list[dict[str, Any]], list[str]]]:
     """(name, verdict table, notes) of each comparison: the group after `--` against the group before it, or
-    each suite against the first suite."""
+    each suite against the first suite; pretraining runs on the plain-text measure (`text_verdicts`), groups
+    of them with `--`, else each against the first."""
     scores = [suite_seed_scores(folder) if is_suite(folder) or folder.is_file() else None for folder in folders]
+    ratios = [None if rows is not None else log_text_ratio(folder) for folder, rows in zip(folders, scores)]
+    if baseline_count is not None and None not in ratios:
+        name = f"{', '.join(labels[baseline_count:])} against {', '.join(labels[:baseline_count])}"
+        return [(name, *text_verdicts(ratios[:baseline_count], ratios[baseline_count:]))]
+    runs = [(label, ratio) for label, ratio in zip(labels, ratios) if ratio is not None]
+    judged_runs = [(f"{label} against {runs[0][0]}", *text_verdicts([runs[0][1]], [ratio])) for label, ratio in runs[1:]]
     if baseline_count is not None:
         missing = [label for label, rows in zip(labels, scores) if rows is None]
         if missing:
             raise DataError(f"compare … -- …: {', '.join(missing)}: not a GLUE suite; groups hold GLUE suites "
-                            f"(one per pretraining run) or CSVs of per-seed scores")
+                            f"(one per pretraining run) or CSVs of per-seed scores, or pretraining runs that "
+                            f"logged {TEXT_RATIO}")
         table, notes = verdicts(scores[:baseline_count], scores[baseline_count:])
         name = f"{', '.join(labels[baseline_count:])} against {', '.join(labels[:baseline_count])}"
         return [(name, table, notes)]
     suites = [(label, rows) for label, rows in zip(labels, scores) if rows is not None]
-    return [(f"{label} against {suites[0][0]}", *verdicts([suites[0][1]], [rows]))
-            for label, rows in suites[1:]]
+    return judged_runs + [(f"{label} against {suites[0][0]}", *verdicts([suites[0][1]], [rows]))
+                          for label, rows in suites[1:]]

@@ -11,11 +11,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bertlab.hf_format import write_atomically
-from bertlab.metrics import metric_names, named_for_their_sets, read_metrics, series
+from bertlab.metrics import TEXT_RATIO, metric_names, named_for_their_sets, read_metrics, series
 from bertlab.training.glue import GLUE_AVERAGE
 
 CURVES = ("val/loss", "val/perplexity", "val/accuracy", "val_text/loss", "val_text/perplexity", "selection/loss",
-          "selection/accuracy", "dev/loss", "dev/accuracy")
+          "selection/accuracy", "dev/loss", "dev/accuracy", TEXT_RATIO)
 
 
 def color(index: int) -> str:

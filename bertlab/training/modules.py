@@ -51,11 +51,13 @@ def pretraining_module(cfg: DictConfig, datamodule) -> PretrainingModule:
     module = instantiate(cfg.task, _partial_=True)(
         config, mask_token_id=ids["mask"], special_token_ids=list(ids.values()), seed=cfg.seed,
         optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
+    token_counts = datamodule.token_counts()
+    module.set_unigram(token_counts)  # what the plain-text measure, text/, is scored against
     if cfg.model.init_from:
         check_vocabulary(tokenizer, config, str(cfg.tokenizer.path))
         print(load_into(module.model, Path(cfg.model.init_from)))
     elif module.hparams.unigram_output_bias:  # a resumed run then loads its own weights over it
-        module.init_output_bias(datamodule.token_counts())
+        module.init_output_bias(token_counts)
     log.info("%s: %s parameters, vocabulary %d", type(module.model).__name__,
              f"{module.model.num_parameters:,}", config.vocab_size)
     return module

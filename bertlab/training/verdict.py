@@ -6,6 +6,9 @@ difference (bertlab.stats; docs/statistics.md): verdict.csv's rows and a Markdow
 One suite a side: the unit is the fine-tuning seed, paired by seed number where both sides ran the same seeds
 (the same data order and held-out rows), else Welch's test. Groups: the unit is the pretraining run, each
 scored by the mean over its fine-tuning seeds, and Welch's test judges the runs' spread.
+
+Pretraining runs are judged the same way on the plain-text measure (`text_verdicts`): each run scored by the
+log of its last `text/perplexity_ratio`, lower being better.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bertlab.metrics import TEXT_RATIO, final_values, read_metrics
 from bertlab.stats import compare_scores, summarize
 from bertlab.tables import interval, markdown_table
 from bertlab.training.glue import GLUE_AVERAGE, GLUE_SEEDS, finished, job_configs
@@ -86,6 +90,24 @@ def verdicts(baseline: list[SeedRows], other: list[SeedRows]) -> tuple[list[dict
     return table, notes
 
 
+def log_text_ratio(folder: Path) -> float | None:
+    """The log of a pretraining run's last `text/perplexity_ratio` (its model's loss on the plain-text measure
+    minus the unigram model's, in nats); None for a folder that logged none."""
+    ratio = final_values(read_metrics(folder), TEXT_RATIO).get(TEXT_RATIO) if folder.is_dir() else None
+    return None if ratio is None else math.log(ratio)
+
+
+def text_verdicts(baseline: list[float], other: list[float]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The verdict of `other` against `baseline` on the plain-text measure, each a list of runs' `log_text_ratio`:
+    Welch's test with the run as the unit, lower being better."""
+    verdict = compare_scores(baseline, other, paired=False, higher_is_better=False)
+    entry = {"task": f"log {TEXT_RATIO}", "unit": "pretraining runs", "baseline": summarize(baseline),
+             "other": summarize(other), "verdict": verdict, "digits": 3}
+    note = (f"log {TEXT_RATIO}: lower is better; a difference d means the perplexity is exp(d) times the "
+            f"baseline's (−0.105: 10% lower)")
+    return [entry], [note]
+
+
 def verdict_row(entry: dict[str, Any]) -> dict[str, Any]:
     """A verdict table entry as flat columns, for verdict.csv."""
     a, b, verdict = entry["baseline"], entry["other"], entry["verdict"]
@@ -103,13 +125,14 @@ def verdict_lines(table: list[dict[str, Any]]) -> list[str]:
         a, b, verdict = entry["baseline"], entry["other"], entry["verdict"]
         needed = "–" if verdict.needed is None else f"{verdict.needed} {entry['unit']}" + (
             " a side" if verdict.test == "Welch t" else "")
-        rows.append([entry["task"], f"{a.mean:.1f} {span(a.low, a.high)} ({a.n})",
-                     f"{b.mean:.1f} {span(b.low, b.high)} ({b.n})",
-                     f"{verdict.difference:+.1f} {span(verdict.low, verdict.high)}", verdict.test,
+        digits = entry.get("digits", 1)
+        rows.append([entry["task"], f"{a.mean:.{digits}f} {span(a.low, a.high, digits)} ({a.n})",
+                     f"{b.mean:.{digits}f} {span(b.low, b.high, digits)} ({b.n})",
+                     f"{verdict.difference:+.{digits}f} {span(verdict.low, verdict.high, digits)}", verdict.test,
                      "–" if math.isnan(verdict.p_value) else f"{verdict.p_value:.3f}", verdict.verdict, needed])
     return markdown_table(["task", "baseline mean [95% CI] (n)", "mean [95% CI] (n)", "difference [95% CI]", "test",
                            "p", "verdict", "n for 80% power"], rows)
 
 
-def span(low: float, high: float) -> str:
-    return interval(low, high, missing="[–]")
+def span(low: float, high: float, digits: int = 1) -> str:
+    return interval(low, high, missing="[–]", digits=digits)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import statistics
 from pathlib import Path
 
 import matplotlib.image
 import pandas as pd
+import pytest
 from omegaconf import OmegaConf
 
 from bertlab.commands.compare import compare
@@ -230,3 +233,36 @@ def test_fine_tuning_runs_name_their_splits_and_show_the_exported_checkpoints_fi
     assert "| selection/accuracy (exported) | 0.9 | 0.8 |" in markdown
     assert "| dev/accuracy (exported) | 0.7 | 0.7 |" in markdown
     assert (tmp_path / "out" / "compare.png").stat().st_size > 5000  # the selection/ and dev/ curves drawn
+
+
+def write_pretraining_run(folder: Path, seed: int, ratios: list[float]) -> Path:
+    """A pretraining run that logged the plain-text measure: its model's perplexity against a unigram's of 1,000."""
+    write_run(folder, {"seed": seed}, [6.0] * len(ratios))
+    frame = pd.read_csv(folder / "metrics.csv")
+    frame["text/perplexity"] = [1000.0 * ratio for ratio in ratios]
+    frame["text/unigram_perplexity"] = 1000.0
+    frame["text/perplexity_ratio"] = ratios
+    frame.to_csv(folder / "metrics.csv", index=False)
+    return folder
+
+
+def test_groups_of_pretraining_runs_are_judged_on_the_log_of_their_plain_text_ratio(tmp_path, capsys):
+    # The last ratio of each run counts: 0.09–0.11 against 0.059–0.061, lower being better.
+    baseline = [write_pretraining_run(tmp_path / f"a{run}", run, [0.5, 0.09 + 0.01 * run]) for run in range(3)]
+    other = [write_pretraining_run(tmp_path / f"b{run}", run, [0.4, 0.059 + 0.001 * run]) for run in range(3)]
+    outcome = run_in_process(["compare", "--output", str(tmp_path / "out"), *map(str, baseline), "--",
+                              *map(str, other)], capsys)
+    assert outcome.code == 0, outcome.err
+    with (tmp_path / "out" / "verdict.csv").open() as handle:
+        (row,) = csv.DictReader(handle)
+    expected = statistics.fmean(math.log(0.059 + 0.001 * run) - math.log(0.09 + 0.01 * run) for run in range(3))
+    assert (row["task"], row["unit"], row["test"], row["n"]) == ("log text/perplexity_ratio", "pretraining runs",
+                                                                 "Welch t", "3")
+    assert float(row["difference"]) == pytest.approx(expected) and row["verdict"] == "better"
+    assert "lower is better" in outcome.out
+    # The other way round, the same interval judged worse.
+    swapped = compare(other, tmp_path / "swapped", against=baseline)
+    assert "| worse |" in swapped
+    # Without groups, each run against the first: one run a side is a difference without a test.
+    single = compare([baseline[0], other[0]], tmp_path / "single")
+    assert "log text/perplexity_ratio" in single and "| no detectable difference |" in single

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
+from bertlab.lit.masking import fixed_mask, mask_tokens, masking_generator, predictions_per_row
 from bertlab.model import IGNORE_INDEX
 from bertlab.errors import ConfigError
 
@@ -151,3 +151,40 @@ def test_static_masking_is_reproducible_from_the_generator_seed():
     other = run(input_ids, special, seed=4, static=True)
     assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
     assert not torch.equal(first[1], other[1])
+
+
+def fixed(input_ids, special, **options):
+    return fixed_mask(input_ids, input_ids != 0, special, mask_token_id=MASK_ID, excluded_ids=(1, *SPECIAL_IDS),
+                      **options)
+
+
+def test_fixed_mask_puts_mask_on_exactly_15_percent_of_each_rows_ordinary_tokens():
+    input_ids, special = make_batch()
+    input_ids[:, 5] = 1  # [UNK]: text, but never a target of the plain-text measure
+    masked, labels = fixed(input_ids, special)
+    chosen = labels != IGNORE_INDEX
+    ordinary = ~special & (input_ids != 1)
+    assert torch.equal(chosen.sum(dim=1), (ordinary.sum(dim=1) * 0.15).round().long())
+    assert not (chosen & ~ordinary).any()
+    assert torch.equal(labels[chosen], input_ids[chosen]) and (masked[chosen] == MASK_ID).all()
+    assert torch.equal(masked[~chosen], input_ids[~chosen])
+
+
+def test_fixed_mask_depends_on_each_rows_tokens_alone():
+    input_ids, special = make_batch(rows=8)
+    _, labels = fixed(input_ids, special)
+    # The same rows in another order, padded to a longer batch beside another row: the same positions.
+    order = torch.tensor([3, 0, 7, 1, 2, 6, 5, 4])
+    longer, longer_special = make_batch(rows=9, length=300, seed=1)
+    longer[:8] = 0
+    longer[:8, :256], longer_special[:8] = input_ids[order], True
+    longer_special[:8, :256] = special[order]
+    _, longer_labels = fixed(longer, longer_special)
+    assert torch.equal(longer_labels[:8, :256], labels[order])
+    assert (longer_labels[:8, 256:] == IGNORE_INDEX).all()
+    # One token changed draws that row anew; another seed draws every row anew.
+    changed = input_ids.clone()
+    changed[0, 1] = 999 if changed[0, 1] != 999 else 998
+    _, changed_labels = fixed(changed, special)
+    assert torch.equal(changed_labels[1:], labels[1:]) and not torch.equal(changed_labels[0] != -100, labels[0] != -100)
+    assert not torch.equal(fixed(input_ids, special, seed=16)[1] != -100, labels != -100)

@@ -13,7 +13,7 @@ from lightning.pytorch import Callback
 
 from bertlab.flops import mlm_forward_flops
 from bertlab.lit.run_artifacts import MetricsArtifacts
-from bertlab.lit.masking import mask_tokens, masking_generator, predictions_per_row
+from bertlab.lit.masking import FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator, predictions_per_row
 from bertlab.errors import DataError
 from bertlab.lit import PretrainingModule
 from bertlab.model import BertForMaskedLM
@@ -91,6 +91,72 @@ def test_unigram_output_bias_starts_the_loss_at_the_unigram_entropy():
     assert abs(output.loss.item() - math.log(VOCAB)) > 1.0
     with pytest.raises(DataError, match="token counts"):
         module.init_output_bias(counts[:-1])
+
+
+def word_rows(words: list[int], length: int = 16) -> dict[str, torch.Tensor]:
+    """A batch of `[CLS] w w … w [SEP]` rows, one per word of `words`."""
+    ids = torch.tensor(words)[:, None].repeat(1, length)
+    ids[:, 0], ids[:, -1] = 2, 3
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids),
+            "special_tokens_mask": special}
+
+
+def test_the_plain_text_measure_scores_the_unigram_model_at_the_same_positions(tmp_path):
+    """A vocabulary of three words (5, 6, 7) beside the specials 0–4; the training counts 6, 3 and 1 (the
+    specials' counts are left out), add-one smoothed over the 8 ids: p = 7/18, 4/18 and 2/18. Each row of 14
+    words has round(0.15 × 14) = 2 masked: 4 rows of 5, 3 of 6 and 1 of 7 give 8, 6 and 2 targets."""
+    module = pretraining_module(config=tiny_config(vocab_size=8), special_token_ids=[0, 1, 2, 3, 4])
+    module.set_unigram([0, 0, 9, 9, 0, 6, 3, 1])
+    run = trainer(tmp_path, max_steps=1, callbacks=[MetricsArtifacts()])
+    logged = run.validate(module, loader([word_rows([5, 5, 6, 5, 7, 6, 5, 6])]), verbose=False)[0]
+    expected = (18 / 7) ** (8 / 16) * (18 / 4) ** (6 / 16) * (18 / 2) ** (2 / 16)
+    assert logged["text/unigram_perplexity"] == pytest.approx(expected, rel=1e-5)
+    assert logged["text/perplexity"] == pytest.approx(math.exp(logged["text/loss"]), rel=1e-5)
+    assert logged["text/perplexity_ratio"] == pytest.approx(logged["text/perplexity"] / expected, rel=1e-5)
+    summary = json.loads((tmp_path / "logs" / "lightning_logs" / "version_0" / "metrics.json").read_text())
+    for name in ("text/perplexity", "text/unigram_perplexity", "text/perplexity_ratio"):
+        assert summary["final"][name] == pytest.approx(logged[name]) and name in summary["best"]
+
+
+def test_the_plain_text_measure_masks_the_same_positions_at_every_validation_and_whatever_the_runs_masking(
+        tmp_path, monkeypatch):
+    masks = []
+
+    def recording_fixed_mask(*args, **kwargs):
+        masked, labels = fixed_mask(*args, **kwargs)
+        masks.append(labels != -100)
+        return masked, labels
+
+    monkeypatch.setattr("bertlab.lit.pretraining.fixed_mask", recording_fixed_mask)
+    batches = loader([pretraining_batch(), padded_batch([16, 12, 9, 16, 5, 16, 14, 10])])
+    figures = []
+    for options in ({"seed": 7}, {"seed": 7}, {"seed": 8, "mlm_probability": 0.2, "mask_replace_prob": 0.5},
+                    {"seed": 9, "static_masking": True}):
+        torch.manual_seed(0)  # the same weights
+        module = pretraining_module(**options)
+        module.set_unigram(torch.bincount(pretraining_batch()["input_ids"].flatten(), minlength=VOCAB).numpy())
+        figures.append(trainer(tmp_path, max_steps=1, logger=False).validate(module, batches, verbose=False)[0])
+    assert len(masks) == 8
+    assert all(torch.equal(mask, expected) for mask, expected in zip(masks, masks[:2] * 4))
+    text = [{key: value for key, value in logged.items() if key.startswith("text/")} for logged in figures]
+    assert set(text[0]) == {f"text/{name}" for name in ("loss", "perplexity", "accuracy", "unigram_perplexity",
+                                                         "perplexity_ratio")}
+    assert text[1] == text[0]
+    for other in text[2:]:
+        assert other == pytest.approx(text[0], rel=1e-5)
+    assert figures[2]["val/loss"] != figures[0]["val/loss"]  # the run's own masks follow its seed
+
+
+def test_only_the_plain_text_set_is_measured_beside_copied_pairs(tmp_path):
+    module = pretraining_module()
+    copied, plain = pretraining_batch(), padded_batch([16, 12, 9, 16, 5, 16, 14, 10])
+    both = trainer(tmp_path, max_steps=1, logger=False).validate(
+        module, {"val": loader([copied]), "val_text": loader([plain])}, verbose=False)[0]
+    alone = trainer(tmp_path, max_steps=1, logger=False).validate(module, loader([plain]), verbose=False)[0]
+    assert both["text/loss"] == pytest.approx(alone["text/loss"])
+    assert "text/perplexity_ratio" not in alone  # no unigram model given
 
 
 def test_pretraining_dropout_holds_for_the_run_and_the_checkpoint_keeps_the_models(tmp_path):
@@ -181,7 +247,8 @@ def test_static_masking_predicts_a_fixed_block_and_validates_as_the_masked_posit
     run = trainer(tmp_path, max_steps=2, log_every_n_steps=1)
     run.fit(module, loader(batches), loader(batches))
     per_row = predictions_per_row(16, 0.3)
-    assert set(blocks) == {(8 * per_row, 32)}
+    # The plain-text measure's block is of its own rate, 15%.
+    assert set(blocks) == {(8 * per_row, 32), (8 * predictions_per_row(16, FIXED_MASK_PROBABILITY), 32)}
     assert module.forward_flops(8, 16) == mlm_forward_flops(module.model.config, 8, 16, 8 * per_row)
 
     static = run.validate(module, loader(batches), verbose=False)[0]

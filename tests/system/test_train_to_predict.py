@@ -56,6 +56,10 @@ def test_train_writes_every_output(pretrained: Path):
     assert latest.is_symlink() and latest.resolve() == pretrained.resolve()
     metrics = json.loads((pretrained / "metrics.json").read_text())
     assert "val/perplexity" in metrics["final"]
+    # The plain-text measure against the unigram model of the run's own training tokens.
+    assert {"text/perplexity", "text/unigram_perplexity", "text/perplexity_ratio"} <= set(metrics["final"])
+    assert metrics["final"]["text/perplexity_ratio"] == pytest.approx(
+        metrics["final"]["text/perplexity"] / metrics["final"]["text/unigram_perplexity"], rel=1e-4)
     assert not list(pretrained.rglob("*.tmp")), "no temporary files left behind"
 
 
