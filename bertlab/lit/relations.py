@@ -1,0 +1,53 @@
+"""The losses of general distillation (bertlab.lit.general_distillation): MiniLM's self-attention
+relations (Wang et al. 2020, 2021) and a hidden-state MSE as TinyBERT's (Jiao et al. 2020).
+
+A relation of two of an attention's projections A and B (query, key or value) is, per relation head,
+softmax(A·Bᵀ / √d) over the keys, d the relation head's width: the query-key relation is the attention
+distribution itself (MiniLM), query-query, key-key and value-value are MiniLMv2's. Both models' widths
+are split into the same number of relation heads, so a 384-wide teacher and a 128-wide student compare
+[B, heads, L, L] matrices whatever their own heads. Padded positions take no part: their keys are
+left out of every softmax and their rows out of the mean.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from bertlab.errors import ConfigError
+
+RELATIONS = {"query-query": ("query", "query"), "key-key": ("key", "key"), "value-value": ("value", "value"),
+             "query-key": ("query", "key")}  # name → the two projections related
+
+
+def check_relation_heads(heads: int, *widths: int) -> None:
+    uneven = [width for width in widths if width % heads]
+    if heads < 1 or uneven:
+        raise ConfigError(f"task.relation_heads={heads}: must divide the hidden sizes of the teacher and the "
+                          f"student ({', '.join(map(str, widths))}), e.g. 4, 8 or 32 for 384 and 128")
+
+
+def relation_log_probs(left: torch.Tensor, right: torch.Tensor, heads: int, keep: torch.Tensor) -> torch.Tensor:
+    """log softmax(left·rightᵀ / √d) per relation head, [B, heads, L, L] in float32, from two projections
+    [B, L, H]; `keep` [B, L] (bool) marks the real positions, the only keys each row's softmax covers."""
+    batch, length, width = left.shape
+
+    def split(states: torch.Tensor) -> torch.Tensor:
+        return states.float().view(batch, length, heads, width // heads).transpose(1, 2)
+
+    scores = split(left) @ split(right).transpose(-1, -2) / math.sqrt(width // heads)
+    return scores.masked_fill(~keep[:, None, None, :], torch.finfo(scores.dtype).min).log_softmax(-1)
+
+
+def relation_kl(teacher: torch.Tensor, student: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """KL(teacher ‖ student) of two relations' log-probabilities [B, heads, L, L], summed over the keys and
+    averaged over the heads and the real rows (`keep` [B, L])."""
+    kl = (teacher.exp() * (teacher - student)).masked_fill(~keep[:, None, None, :], 0.0).sum(-1)  # [B, heads, L]
+    return kl.masked_select(keep[:, None, :]).mean()
+
+
+def masked_mse(predicted: torch.Tensor, target: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """The squared error of `predicted` against `target` ([B, L, H]), averaged over the widths and the real
+    positions (`keep` [B, L])."""
+    return (predicted.float() - target.float()).pow(2).mean(-1).masked_select(keep).mean()
