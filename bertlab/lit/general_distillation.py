@@ -28,7 +28,7 @@ from bertlab.errors import ConfigError
 from bertlab.lit.masking import masking_generator
 from bertlab.lit.optim import configure_optimization
 from bertlab.lit.pretraining import TRAIN_STREAM, PretrainingModule, checked_model_config
-from bertlab.lit.relations import RELATIONS, check_relation_heads, masked_mse, relation_kl, relation_log_probs
+from bertlab.lit.relations import RELATIONS, check_relation_heads, masked_mse, relation_kl, relation_scores
 from bertlab.teacher.layer_states import LayerTeacher, read_attention_input
 from bertlab.tokenizer import load_tokenizer
 from bertlab.value_rules import Count, NonNegative, checks_arguments
@@ -117,10 +117,10 @@ class GeneralDistillationModule(PretrainingModule):
         student = self.model.bert.encoder.layer[-1].attention.self
         with torch.no_grad():
             teacher = self.teacher.attention
-            target = relation_log_probs(getattr(teacher, left)(teacher_states), getattr(teacher, right)(teacher_states),
-                                        heads, keep)
-        learnt = relation_log_probs(getattr(student, left)(student_states), getattr(student, right)(student_states),
-                                    heads, keep)
+            target = relation_scores(getattr(teacher, left)(teacher_states), getattr(teacher, right)(teacher_states),
+                                     heads, keep)
+        learnt = relation_scores(getattr(student, left)(student_states), getattr(student, right)(student_states),
+                                 heads, keep)
         return relation_kl(target, learnt, keep)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:

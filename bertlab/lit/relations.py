@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from bertlab.errors import ConfigError
 
@@ -28,23 +29,29 @@ def check_relation_heads(heads: int, *widths: int) -> None:
                           f"student ({', '.join(map(str, widths))}), e.g. 4, 8 or 32 for 384 and 128")
 
 
-def relation_log_probs(left: torch.Tensor, right: torch.Tensor, heads: int, keep: torch.Tensor) -> torch.Tensor:
-    """log softmax(left·rightᵀ / √d) per relation head, [B, heads, L, L] in float32, from two projections
-    [B, L, H]; `keep` [B, L] (bool) marks the real positions, the only keys each row's softmax covers."""
+def relation_scores(left: torch.Tensor, right: torch.Tensor, heads: int, keep: torch.Tensor) -> torch.Tensor:
+    """left·rightᵀ / √d per relation head, [B, heads, L, L] in float32, from two projections [B, L, H]; the
+    keys at padded positions (`keep` [B, L] false) get float32's lowest value, so no softmax counts them."""
     batch, length, width = left.shape
 
     def split(states: torch.Tensor) -> torch.Tensor:
         return states.float().view(batch, length, heads, width // heads).transpose(1, 2)
 
     scores = split(left) @ split(right).transpose(-1, -2) / math.sqrt(width // heads)
-    return scores.masked_fill(~keep[:, None, None, :], torch.finfo(scores.dtype).min).log_softmax(-1)
+    return scores.masked_fill(~keep[:, None, None, :], torch.finfo(scores.dtype).min)
 
 
 def relation_kl(teacher: torch.Tensor, student: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """KL(teacher ‖ student) of two relations' log-probabilities [B, heads, L, L], summed over the keys and
-    averaged over the heads and the real rows (`keep` [B, L])."""
-    kl = (teacher.exp() * (teacher - student)).masked_fill(~keep[:, None, None, :], 0.0).sum(-1)  # [B, heads, L]
-    return kl.masked_select(keep[:, None, :]).mean()
+    """KL(softmax(teacher) ‖ softmax(student)) of two relations' scores [B, heads, L, L], summed over the keys
+    and averaged over the heads and the real rows (`keep` [B, L]); the gradient reaches the student's alone.
+    As cross-entropy minus the teacher's entropy: fewer passes over the [B, heads, L, L] tensors than
+    two log-softmaxes and their difference."""
+    with torch.no_grad():
+        log_probs = teacher.log_softmax(-1)
+        probs = log_probs.exp()
+        negative_entropy = (probs * log_probs).sum(-1)
+    cross_entropy = F.cross_entropy(student.flatten(0, 2), probs.flatten(0, 2), reduction="none")
+    return (cross_entropy.view_as(negative_entropy) + negative_entropy).masked_select(keep[:, None, :]).mean()
 
 
 def masked_mse(predicted: torch.Tensor, target: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:

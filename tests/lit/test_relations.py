@@ -8,26 +8,30 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from bertlab.errors import ConfigError
-from bertlab.lit.relations import check_relation_heads, masked_mse, relation_kl, relation_log_probs
+from bertlab.lit.relations import check_relation_heads, masked_mse, relation_kl, relation_scores
 
 
 def test_a_relation_is_the_softmax_of_each_heads_scaled_dot_products():
     states = torch.randn(1, 3, 4)
-    log_probs = relation_log_probs(states, states, heads=2, keep=torch.ones(1, 3, dtype=torch.bool))
-    second_head = states[0, :, 2:]
+    keep = torch.tensor([[True, True, False]])
+    scores = relation_scores(states, states, heads=2, keep=keep)
+    second_head = states[0, :2, 2:]
     expected = (second_head @ second_head.T / math.sqrt(2)).softmax(-1)
-    assert log_probs.shape == (1, 2, 3, 3)
-    torch.testing.assert_close(log_probs[0, 1].exp(), expected)
+    assert scores.shape == (1, 2, 3, 3)
+    torch.testing.assert_close(scores[0, 1, :2].softmax(-1)[:, :2], expected)
+    assert (scores.softmax(-1)[..., 2] == 0).all()  # the padded key weighs nothing in any row
 
 
-def test_the_kl_is_zero_between_equal_relations_and_positive_between_others():
+def test_the_kl_is_zero_between_equal_relations_and_that_of_the_softmaxes_between_others():
     keep = torch.ones(2, 5, dtype=torch.bool)
-    teacher = relation_log_probs(torch.randn(2, 5, 8), torch.randn(2, 5, 8), heads=4, keep=keep)
+    teacher = relation_scores(torch.randn(2, 5, 8), torch.randn(2, 5, 8), heads=4, keep=keep)
     assert relation_kl(teacher, teacher, keep).item() == pytest.approx(0.0, abs=1e-6)
-    other = relation_log_probs(torch.randn(2, 5, 8), torch.randn(2, 5, 8), heads=4, keep=keep)
-    assert relation_kl(teacher, other, keep).item() > 0.01
+    student = relation_scores(torch.randn(2, 5, 8), torch.randn(2, 5, 8), heads=4, keep=keep)
+    expected = F.kl_div(student.log_softmax(-1), teacher.log_softmax(-1), log_target=True, reduction="none")
+    torch.testing.assert_close(relation_kl(teacher, student, keep), expected.sum(-1).mean())
 
 
 def test_padded_positions_change_neither_the_kl_nor_the_mse():
@@ -37,7 +41,7 @@ def test_padded_positions_change_neither_the_kl_nor_the_mse():
     keep[1, 4:] = False  # row 1 has 4 real tokens
 
     def losses(teacher, student):
-        kl = relation_kl(relation_log_probs(teacher, teacher, 4, keep), relation_log_probs(student, student, 4, keep),
+        kl = relation_kl(relation_scores(teacher, teacher, 4, keep), relation_scores(student, student, 4, keep),
                          keep)
         return kl, masked_mse(student, teacher[..., :8], keep)
 
@@ -48,8 +52,8 @@ def test_padded_positions_change_neither_the_kl_nor_the_mse():
     # Each row, unpadded, weighs its real positions as in the padded batch: row 0 has 6, row 1 has 4.
     def row_kl(row: int, length: int):
         real = keep[row:row + 1, :length]
-        return relation_kl(relation_log_probs(teacher[row:row + 1, :length], teacher[row:row + 1, :length], 4, real),
-                           relation_log_probs(student[row:row + 1, :length], student[row:row + 1, :length], 4, real),
+        return relation_kl(relation_scores(teacher[row:row + 1, :length], teacher[row:row + 1, :length], 4, real),
+                           relation_scores(student[row:row + 1, :length], student[row:row + 1, :length], 4, real),
                            real)
 
     torch.testing.assert_close(losses(teacher, student)[0], (6 * row_kl(0, 6) + 4 * row_kl(1, 4)) / 10)
