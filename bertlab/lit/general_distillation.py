@@ -96,7 +96,8 @@ class GeneralDistillationModule(PretrainingModule):
             batch["input_ids"], batch.get("attention_mask"), batch.get("token_type_ids")), finish=False)
         return states, None
 
-    def distillation_losses(self, batch: dict[str, torch.Tensor], student_states: torch.Tensor) -> dict[str, torch.Tensor]:
+    def distillation_losses(self, batch: dict[str, torch.Tensor],
+                            student_states: torch.Tensor) -> dict[str, torch.Tensor]:
         """The relation and hidden-state losses of the student's last attention input against the teacher's."""
         keep = batch["attention_mask"].bool() if batch.get("attention_mask") is not None \
             else torch.ones_like(batch["input_ids"], dtype=torch.bool)

@@ -62,7 +62,8 @@ def test_a_step_changes_the_student_alone_and_the_teacher_stays_out_of_the_state
     assert all(parameter.grad is None and not parameter.requires_grad
                for parameter in distilling.teacher.model.parameters())
     assert not distilling.teacher.model.training
-    changed = [key for key, value in distilling.model.state_dict().items() if not torch.equal(value, student_before[key])]
+    changed = [key for key, value in distilling.model.state_dict().items()
+               if not torch.equal(value, student_before[key])]
     assert any(".encoder.layer.1.attention.self.query." in key for key in changed)
     assert {key.split(".")[0] for key in distilling.state_dict()} == {"model", "projection"}
 
