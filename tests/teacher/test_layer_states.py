@@ -33,10 +33,19 @@ def test_a_layer_teacher_is_frozen_cut_at_its_layer_and_reads_what_the_full_mode
     folder = save_tiny_bert(tmp_path / "teacher", TEXTS, num_hidden_layers=3)
     teacher = LayerTeacher(str(folder), layer=2)
     full = BertModel.from_pretrained(folder)
-    ids = torch.randint(5, 60, (2, 6))
+    ids = torch.randint(5, teacher.config.vocab_size, (2, 6))
     assert len(teacher.model.encoder.layer) == 2 and not teacher.model.training
     assert not any(parameter.requires_grad for parameter in teacher.model.parameters())
     states = teacher.attention_input(ids, torch.ones_like(ids), None)
     torch.testing.assert_close(states, full(ids, output_hidden_states=True).hidden_states[1])
     with pytest.raises(ConfigError, match=r"task.teacher_layer=4: expected 1 to the teacher's 3 layers"):
         LayerTeacher(str(folder), layer=4)
+
+
+def test_a_layer_teacher_runs_in_the_callers_autocast(tmp_path):
+    teacher = LayerTeacher(str(save_tiny_bert(tmp_path / "teacher", TEXTS)), layer=1)
+    ids = torch.randint(5, teacher.config.vocab_size, (2, 6))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # as a bf16-mixed run's training step
+        states = teacher.attention_input(ids, None, None)
+        query = teacher.attention.query(states)
+    assert query.dtype == torch.bfloat16 and not query.requires_grad
