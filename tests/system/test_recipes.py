@@ -118,7 +118,7 @@ def test_every_folder_a_recipe_reads_is_required_with_the_command_that_makes_it(
         assert made_here[key].startswith(made_by(command, output_dir)), (name, key, command)
 
 
-GROUP_OPTIONS = {"train": ["task=mlm_nsp", "task=embedding_distill data=sentences", "trainer=ddp",
+GROUP_OPTIONS = {"train": ["task=mlm_nsp", "task=embedding_distill data=sentences", "task=general_distill", "trainer=ddp",
                            "trainer=fsdp", "trainer=gpu", "trainer=gpu_deterministic", "scheduler=cosine", "logger=tensorboard", "logger=mlflow",
                            "logger=wandb", "model=bert_base"],
                  "fine-tune": ["task=distill", "+glue=cola", "+glue=stsb", "+glue=mnli_mm", "callbacks=default",
@@ -157,3 +157,14 @@ def test_a_key_nothing_reads_is_refused(override, expected, tmp_path):
     with pytest.raises(ConfigError) as error:
         check_known_keys(cfg, SCHEMAS["train"])
     assert str(error.value).startswith(expected)
+
+
+def test_a_key_nothing_reads_is_refused_where_a_task_passes_its_base_modules_arguments_on(tmp_path):
+    """GeneralDistillationModule takes PretrainingModule's arguments as **kwargs: both sets are still checked."""
+    cfg = compose_recipe("mlm_tiny_distill", "train", tmp_path, ["+task.relation_weigth=2"], keep_hydra=True)
+    with pytest.raises(ConfigError) as error:
+        check_known_keys(cfg, SCHEMAS["train"])
+    assert str(error.value).startswith("unknown config key 'task.relation_weigth': nothing in bertlab reads it; "
+                                       "did you mean task.relation_weight?")
+    check_known_keys(compose_recipe("mlm_tiny_distill", "train", tmp_path, ["task.mlm_probability=0.3"],
+                                    keep_hydra=True), SCHEMAS["train"])

@@ -97,9 +97,19 @@ def target_parameters(target: str) -> frozenset[str] | None:
     module_name, _, attribute = target.rpartition(".")
     try:
         function = getattr(importlib.import_module(module_name), attribute)
-        parameters = inspect.signature(function).parameters
+        return accepted_parameters(function)
     except Exception:  # an unimportable target is reported when it is instantiated
         return None
-    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+
+
+def accepted_parameters(function: Any) -> frozenset[str] | None:
+    """The argument names of `function`; None when it takes any (**kwargs), unless it is a bertlab class that
+    passes its **kwargs on to its base class (GeneralDistillationModule to PretrainingModule): the base's then."""
+    parameters = inspect.signature(function).parameters
+    if not any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return frozenset(parameters)
+    base = function.__mro__[1] if inspect.isclass(function) and function.__module__.startswith("bertlab.") else None
+    inherited = accepted_parameters(base) if base is not None and base.__module__.startswith("bertlab.") else None
+    if inherited is None:
         return None
-    return frozenset(parameters)
+    return inherited | {name for name, parameter in parameters.items() if parameter.kind is not parameter.VAR_KEYWORD}
