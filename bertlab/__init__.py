@@ -6,10 +6,12 @@ from bertlab.model import (
     BertForMaskedLM,
     BertForPreTraining,
     BertForSequenceClassification,
+    BertForTokenClassification,
     BertModel,
 )
 from bertlab.tokenizer import BertTokenizer
 
 __all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+           "BertForTokenClassification",
            "BertTokenizer", "keep_freed_memory"]
 __version__ = "0.1.0"

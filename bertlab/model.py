@@ -916,3 +916,29 @@ class BertForSequenceClassification(BertPreTrainedModel):
         if problem_type == "single_label_classification":
             return F.cross_entropy(logits, labels.view(-1))
         return F.binary_cross_entropy_with_logits(logits, labels.float())
+
+
+class BertForTokenClassification(BertPreTrainedModel):
+    """A label per token (named entities): dropout → linear on every position's last hidden state, as
+    transformers' BertForTokenClassification. A ModernBERT-style model (classifier_pooling cls or mean) puts its
+    dense → act → norm `head` before them, as ModernBertForTokenClassification does. The loss is the mean
+    cross-entropy over the labelled positions (labels -100 elsewhere: padding, specials, a word's later pieces)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.head = None if config.classifier_pooling == "pooler" else BertPredictionHeadTransform(config)
+        classifier_dropout = config.classifier_dropout
+        self.dropout = Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init(*(module for module in (self.head, self.classifier) if module is not None))
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None, *, inputs_embeds=None) -> LogitsOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
+                        output_attentions, output_hidden_states, inputs_embeds=inputs_embeds)
+        hidden = out.last_hidden_state if self.head is None else self.head(out.last_hidden_state)
+        logits = self.classifier(self.dropout(hidden))
+        loss = None if labels is None else F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                                                           ignore_index=IGNORE_INDEX)
+        return LogitsOutput(loss, logits, out.hidden_states, out.attentions)

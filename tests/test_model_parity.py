@@ -23,7 +23,8 @@ transformers.logging.set_verbosity_error()  # relative models load without the u
 
 TOLERANCE = 1e-5
 POSITION_TYPES = ("absolute", "relative_key", "relative_key_query")
-CLASSES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification")
+CLASSES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+           "BertForTokenClassification")
 VOCAB, BATCH, LENGTH = 300, 4, 24
 
 
@@ -56,11 +57,15 @@ def padded_pair_batch(seed: int) -> dict[str, torch.Tensor]:
     mlm_labels = torch.full_like(input_ids, -100)
     labelled = (torch.rand(input_ids.shape, generator=generator) < 0.2) & attention_mask.bool()
     mlm_labels[labelled] = input_ids[labelled]
-    return dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                mlm_labels=mlm_labels,
-                next_sentence_label=torch.randint(0, 2, (BATCH,), generator=generator),
-                class_labels=torch.randint(0, 3, (BATCH,), generator=generator),
-                regression_labels=torch.randn(BATCH, generator=generator))
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                 mlm_labels=mlm_labels,
+                 next_sentence_label=torch.randint(0, 2, (BATCH,), generator=generator),
+                 class_labels=torch.randint(0, 3, (BATCH,), generator=generator),
+                 regression_labels=torch.randn(BATCH, generator=generator))
+    # A tag per real position, -100 on padding and on a fifth of the rest (a word's later pieces).
+    token_labels = torch.randint(0, 3, (BATCH, LENGTH), generator=generator)
+    token_labels[(torch.rand(input_ids.shape, generator=generator) < 0.2) | ~attention_mask.bool()] = -100
+    return batch | {"token_labels": token_labels}
 
 
 def max_diff(ours: torch.Tensor, reference: torch.Tensor) -> float:
@@ -123,6 +128,9 @@ def outputs(model, class_name: str, batch: dict, regression: bool = False) -> di
             out = model(**inputs, labels=batch["regression_labels" if regression else "class_labels"],
                         output_hidden_states=True)
             result.update({"logits": out.logits, "loss(mse)" if regression else "loss(ce)": out.loss})
+        elif class_name == "BertForTokenClassification":
+            out = model(**inputs, labels=batch["token_labels"], output_hidden_states=True)
+            result.update({"logits": out.logits[batch["attention_mask"].bool()], "loss(ce)": out.loss})
         else:
             pretraining = class_name == "BertForPreTraining"
             out = model(**inputs, labels=labels, output_hidden_states=True,
@@ -431,3 +439,15 @@ def test_a_layer_pruned_to_no_heads_goes_to_transformers_and_back(tmp_path, pari
         pairs.update({f"hidden_states[{i}]": pair
                       for i, pair in enumerate(zip(out.hidden_states, expected.hidden_states))})
         compare(parity_rows, f"no heads in layer 1 vs HF zero head_mask, {position_type}", pairs)
+
+
+def test_a_token_classifier_export_loads_as_transformers_token_classifier_with_its_label_names(tmp_path):
+    tags = {0: "O", 1: "B-PER", 2: "I-PER"}
+    ours = bertlab.BertForTokenClassification(
+        small_config("absolute", id2label=tags, label2id={v: k for k, v in tags.items()})).eval()
+    ours.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
+    reference, info = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path, output_loading_info=True)
+    assert type(reference).__name__ == "BertForTokenClassification"
+    assert (info["missing_keys"], info["unexpected_keys"], info["mismatched_keys"]) == ([], [], [])
+    assert reference.config.id2label == tags and reference.config.label2id == {v: k for k, v in tags.items()}

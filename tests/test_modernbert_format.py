@@ -19,7 +19,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification,
+                     BertForTokenClassification, BertModel)
 from bertlab.modernbert_format import to_modernbert_state
 
 transformers = pytest.importorskip("transformers")
@@ -38,8 +39,11 @@ BIASED = dict(attention_bias=True, ffn_bias=True, norm_bias=True, head_bias=True
 CLASSES = {"BertModel": ("ModernBertModel", "AutoModel"),
            "BertForMaskedLM": ("ModernBertForMaskedLM", "AutoModelForMaskedLM"),
            "BertForSequenceClassification": ("ModernBertForSequenceClassification",
-                                             "AutoModelForSequenceClassification")}
-BERTLAB = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForSequenceClassification, BertForPreTraining)}
+                                             "AutoModelForSequenceClassification"),
+           "BertForTokenClassification": ("ModernBertForTokenClassification", "AutoModelForTokenClassification")}
+BERTLAB = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForSequenceClassification, BertForPreTraining,
+                                         BertForTokenClassification)}
+PER_TOKEN = ("BertForMaskedLM", "BertForTokenClassification")  # logits compared at the real positions
 RESULTS: list[tuple[str, float, float, float]] = []
 
 
@@ -79,8 +83,8 @@ def compare(name: str, ours, theirs, architecture: str, batch) -> None:
         hidden = max(hidden, (ours.last_hidden_state[real] - theirs.last_hidden_state[real]).abs().max().item())
         logits = loss = float("nan")
     else:
-        ours_logits = ours.logits[real] if architecture == "BertForMaskedLM" else ours.logits
-        theirs_logits = theirs.logits[real] if architecture == "BertForMaskedLM" else theirs.logits
+        ours_logits = ours.logits[real] if architecture in PER_TOKEN else ours.logits
+        theirs_logits = theirs.logits[real] if architecture in PER_TOKEN else theirs.logits
         logits = (ours_logits - theirs_logits).abs().max().item()
         loss = (ours.loss - theirs.loss).abs().item()
         assert loss <= TOLERANCE, name
@@ -88,20 +92,28 @@ def compare(name: str, ours, theirs, architecture: str, batch) -> None:
     assert hidden <= TOLERANCE and (logits != logits or logits <= TOLERANCE), (name, hidden, logits)
 
 
+def task_labels(architecture: str, batch) -> dict[str, torch.Tensor]:
+    """The labels a classifier's loss reads: a class per row, or a tag per token (-100 where the MLM's are)."""
+    if architecture == "BertForSequenceClassification":
+        return {"labels": torch.tensor([0, 2, 1, 1])}
+    if architecture == "BertForTokenClassification":
+        return {"labels": torch.where(batch["labels"] == -100, -100, batch["labels"] % 3)}
+    return {}
+
+
 def bertlab_outputs(model, architecture: str, batch):
     """Every position's outputs with the loss: the MLM loss from full logits (bertlab's sparse head gives the
     same, checked in tests/test_model_variants.py)."""
-    out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True,
-                **({"labels": torch.tensor([0, 2, 1, 1])} if architecture == "BertForSequenceClassification" else {}))
+    out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True, **task_labels(architecture, batch))
     if architecture == "BertForMaskedLM":
         out.loss = F.cross_entropy(out.logits.flatten(0, 1), batch["labels"].flatten())
     return out
 
 
 def transformers_outputs(model, architecture: str, batch):
-    labels = {"BertForMaskedLM": batch["labels"], "BertForSequenceClassification": torch.tensor([0, 2, 1, 1])}
+    labels = {"labels": batch["labels"]} if architecture == "BertForMaskedLM" else task_labels(architecture, batch)
     return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True,
-                 **({"labels": labels[architecture]} if architecture in labels else {}))
+                 **labels)
 
 
 @pytest.mark.parametrize("attention", ("sdpa", "eager"))
