@@ -1,5 +1,6 @@
 """`python -m bertlab evaluate CHECKPOINT --data SOURCE [--split validation] [--output F]`:
-a fine-tuned checkpoint's metrics on a dataset split or a file, printed and written as JSON."""
+a fine-tuned checkpoint's metrics on a dataset split or a file, printed and written as JSON; for a token
+classifier, entity precision, recall and F1 with the per-type table (bertlab.token_inference)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised,
                                        output_file, positive_int)
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
+from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS
+from bertlab.tables import markdown_table
+from bertlab.token_inference import is_token_classifier, load_token_classifier, split_entity_scores
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
@@ -22,6 +26,17 @@ def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, allow_reiniti
     return split_metrics(model, load_labelled_split(checkpoint, model, data, **data_options), batch_size=batch_size)
 
 
+def evaluate_tagger(checkpoint: str, data: str, *, batch_size: int = 256, allow_reinitialised: bool = False,
+                    scoring: str = "conlleval", split: str = "validation", text_column: str = "tokens",
+                    label_column: str = "ner_tags", max_seq_length: int = 256, **_) -> tuple[dict, list[dict]]:
+    """Entity scores and the per-type rows of a token classifier on a labelled split (words and tags columns)."""
+    model = load_token_classifier(checkpoint)
+    check_weights_fit(model.load_report, checkpoint, allow_reinitialised, ALLOW_FLAG)
+    return split_entity_scores(checkpoint, model, data, split=split, tokens_column=text_column,
+                               tags_column=label_column, max_seq_length=max_seq_length, batch_size=batch_size,
+                               scoring=scoring)
+
+
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("checkpoint", type=checkpoint_folder,
@@ -29,16 +44,33 @@ def main(argv: list[str], prog: str) -> None:
     add_labelled_data_options(parser)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     add_allow_reinitialised(parser)
+    parser.add_argument("--scoring", choices=SCORINGS, default="conlleval",
+                        help="a token classifier's reading of the tags (docs/token_tasks.md; default conlleval); "
+                             "its columns default to tokens and ner_tags")
     parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")
     add_overwrite(parser)
     args = parser.parse_args(argv)
     if args.output:  # the default, beside the checkpoint, is this command's own
         check_output("--output", args.output, args.overwrite, ())
-    metrics = evaluate(args.checkpoint, args.data, batch_size=args.batch_size,
-                       allow_reinitialised=args.allow_reinitialised, **labelled_data_options(args))
+    options = labelled_data_options(args)
+    types = None
+    if is_token_classifier(args.checkpoint):
+        # The sentence defaults of the column options name a token dataset's columns here.
+        options |= {"text_column": "tokens" if args.text_column == "sentence" else args.text_column,
+                    "label_column": "ner_tags" if args.label_column == "label" else args.label_column}
+        metrics, types = evaluate_tagger(args.checkpoint, args.data, batch_size=args.batch_size,
+                                         allow_reinitialised=args.allow_reinitialised, scoring=args.scoring, **options)
+    else:
+        metrics = evaluate(args.checkpoint, args.data, batch_size=args.batch_size,
+                           allow_reinitialised=args.allow_reinitialised, **options)
     output = Path(args.output or Path(args.checkpoint) / f"eval_{args.split}.json")
-    report = json.dumps({"checkpoint": args.checkpoint, "data": args.data, "split": args.split, **metrics}, indent=2)
+    extra = {} if types is None else {"scoring": args.scoring, "entity_types": types}
+    report = json.dumps({"checkpoint": args.checkpoint, "data": args.data, "split": args.split, **metrics, **extra},
+                        indent=2)
     write_atomically(output, lambda temp: Path(temp).write_text(report + "\n"))
     for key, value in metrics.items():
         print(f"{key}: {value:.4f}")
+    if types is not None:
+        print("\n".join(markdown_table(TYPE_COLUMNS, [[row[c] if c in ("type", "support") else f"{100 * row[c]:.2f}"
+                                                      for c in TYPE_COLUMNS] for row in types])))
     print(f"Metrics written to {output}")
