@@ -45,7 +45,7 @@ def load_token_classifier(path: str) -> BertForTokenClassification:
 
 
 def tag_names(model: BertForTokenClassification) -> list[str]:
-    return [model.config.id2label[i] for i in range(model.config.num_labels)]
+    return [(model.config.id2label or {}).get(i, f"LABEL_{i}") for i in range(model.config.num_labels)]
 
 
 @torch.inference_mode()

@@ -79,7 +79,7 @@ class TokenClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, Re
         freeze_parameters(model, freeze)
         if compile:
             self.model.compile()
-        self.label_names = [model.config.id2label[i] for i in range(model.config.num_labels)]
+        self.label_names = [(model.config.id2label or {}).get(i, f"LABEL_{i}") for i in range(model.config.num_labels)]
         self.scheme = tag_scheme(self.label_names)
         self.scoring = scoring
         self._rows: dict[int, tuple[list, list]] = {}  # per validation loader: (gold, predicted) tag rows
