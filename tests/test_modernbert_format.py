@@ -238,7 +238,8 @@ REMOTE_VARIANTS = {
 }
 REMOTE_CLASSES = {"BertModel": "AutoModel", "BertForMaskedLM": "AutoModelForMaskedLM",
                   "BertForPreTraining": "AutoModelForPreTraining",
-                  "BertForSequenceClassification": "AutoModelForSequenceClassification"}
+                  "BertForSequenceClassification": "AutoModelForSequenceClassification",
+                  "BertForTokenClassification": "AutoModelForTokenClassification"}
 
 
 @pytest.mark.slow
@@ -248,7 +249,8 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
     where importing bertlab fails: outputs and losses equal bertlab's."""
     batch = padded_batch()
     labels = {"BertForMaskedLM": batch["labels"], "BertForPreTraining": batch["labels"],
-              "BertForSequenceClassification": torch.tensor([0, 2, 1, 1])}
+              "BertForSequenceClassification": torch.tensor([0, 2, 1, 1]),
+              "BertForTokenClassification": task_labels("BertForTokenClassification", batch)["labels"]}
     expected = {}
     for architecture in REMOTE_CLASSES:
         config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
@@ -264,7 +266,7 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
         main = out.last_hidden_state if architecture == "BertModel" else (
             out.prediction_logits if architecture == "BertForPreTraining" else out.logits)
         if architecture in labels:
-            kwargs = dict(predictions_per_row=12) if architecture != "BertForSequenceClassification" else {}
+            kwargs = dict(predictions_per_row=12) if architecture in ("BertForMaskedLM", "BertForPreTraining") else {}
             if architecture == "BertForPreTraining":
                 kwargs["next_sentence_label"] = torch.tensor([0, 1, 1, 0])
             loss = model(batch["input_ids"], batch["attention_mask"], labels=labels[architecture], **kwargs).loss
