@@ -181,13 +181,17 @@ def test_an_untied_decoder_travels_both_ways_as_modernberts_own_decoder_weight(t
 
 
 def test_a_modernbert_masked_lm_folder_starts_a_bertlab_classifier_from_its_head(tmp_path):
-    """As in transformers, ModernBertForSequenceClassification's `head` is the MLM checkpoint's."""
+    """As in transformers, ModernBertForSequenceClassification's and …ForTokenClassification's `head` is the MLM
+    checkpoint's."""
     config = transformers.ModernBertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
                                            num_attention_heads=2, pad_token_id=0, reference_compile=False)
     transformers.ModernBertForMaskedLM(config).save_pretrained(tmp_path)
     ours = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=2)
     assert ours.load_report.missing == ["classifier.weight", "classifier.bias"]
     assert ours.config.classifier_pooling == "cls" and ours.config.non_bert_keys()
+    tagger = BertForTokenClassification.from_pretrained(tmp_path, num_labels=3)
+    assert tagger.load_report.missing == ["classifier.weight", "classifier.bias"] and not tagger.load_report.unexpected
+    torch.testing.assert_close(tagger.head.dense.weight, ours.bert.pooler.dense.weight)
 
 
 @pytest.mark.parametrize("architecture", ("BertForMaskedLM", "BertForSequenceClassification"))
