@@ -5,6 +5,7 @@ from bertlab.config import BertConfig
 from bertlab.model import (
     BertForMaskedLM,
     BertForPreTraining,
+    BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
     BertModel,
@@ -12,6 +13,6 @@ from bertlab.model import (
 from bertlab.tokenizer import BertTokenizer
 
 __all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
-           "BertForTokenClassification",
+           "BertForTokenClassification", "BertForQuestionAnswering",
            "BertTokenizer", "keep_freed_memory"]
 __version__ = "0.1.0"

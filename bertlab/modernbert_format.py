@@ -22,7 +22,8 @@ MODEL_TYPE = "modernbert"
 # bertlab class → transformers class; BertForPreTraining's NSP head has no ModernBERT counterpart.
 ARCHITECTURES = {"BertModel": "ModernBertModel", "BertForMaskedLM": "ModernBertForMaskedLM",
                  "BertForSequenceClassification": "ModernBertForSequenceClassification",
-                 "BertForTokenClassification": "ModernBertForTokenClassification"}
+                 "BertForTokenClassification": "ModernBertForTokenClassification",
+                 "BertForQuestionAnswering": "ModernBertForQuestionAnswering"}
 # The knobs that make a bertlab config ModernBERT's; the others (sizes, biases, thetas, window) are free.
 SHAPE = {"position_embedding_type": "rotary", "type_vocab_size": 0, "norm_position": "pre",
          "first_attention_norm": False, "norm_type": "layer_norm", "embedding_norm": True, "gated_ffn": True,
@@ -42,7 +43,9 @@ _BODY = (
 )
 _HEAD = (("dense.", "dense."), ("LayerNorm.", "norm."))
 # Where bertlab keeps ModernBERT's `head` (dense → act → norm); a sequence classifier's is its `bert.pooler.`.
-HEADS = {"BertForMaskedLM": "cls.predictions.transform.", "BertForTokenClassification": "head."}
+HEADS = {"BertForMaskedLM": "cls.predictions.transform.", "BertForTokenClassification": "head.",
+         "BertForQuestionAnswering": "head."}
+SPAN_OUTPUTS = ("qa_outputs.", "classifier.")  # a span head's linear layer: bertlab's (BERT's) name, ModernBERT's
 _QKV = ("query", "key", "value")
 
 
@@ -133,7 +136,7 @@ def to_modernbert_state(state: dict[str, torch.Tensor], num_layers: int, archite
     state = {("bert." + key if base else key): tensor for key, tensor in state.items()}
     if base:  # ModernBertModel has no pooler
         state = {key: tensor for key, tensor in state.items() if not key.startswith("bert.pooler.")}
-    renamings = _renamings(num_layers, HEADS.get(architecture, "bert.pooler."))
+    renamings = _renamings(num_layers, HEADS.get(architecture, "bert.pooler.")) + [SPAN_OUTPUTS]
     renamed = {}
     for key, tensor in state.items():
         match = re.match(r"bert\.encoder\.layer\.(\d+)\.attention\.self\.query\.(weight|bias)$", key)
@@ -165,6 +168,8 @@ def from_modernbert_state(state: dict[str, torch.Tensor], expected: set[str]) ->
                          default=-1)
     head = next((head for head in HEADS.values() if any(key.startswith(head) for key in expected)), "bert.pooler.")
     renamings = [(theirs, ours) for ours, theirs in _renamings(num_layers, head)]
+    if any(key.startswith(SPAN_OUTPUTS[0]) for key in expected):
+        renamings.append(SPAN_OUTPUTS[::-1])
     renamed = {}
     for key, tensor in state.items():
         match = re.match(r"model\.layers\.(\d+)\.attn\.Wqkv\.(weight|bias)$", key)

@@ -25,7 +25,8 @@ ENTRY_MODULE = "model"  # bertlab.model, and every bertlab module it imports
 AUTO_CLASSES = {"AutoModel": "BertlabModel", "AutoModelForMaskedLM": "BertlabForMaskedLM",
                 "AutoModelForPreTraining": "BertlabForPreTraining",
                 "AutoModelForSequenceClassification": "BertlabForSequenceClassification",
-                "AutoModelForTokenClassification": "BertlabForTokenClassification"}
+                "AutoModelForTokenClassification": "BertlabForTokenClassification",
+                "AutoModelForQuestionAnswering": "BertlabForQuestionAnswering"}
 _IMPORT = re.compile(r"^(\s*)from bertlab\.([\w.]+) import ", re.MULTILINE)
 
 
