@@ -19,8 +19,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification,
-                     BertForTokenClassification, BertModel)
+from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+                     BertForSequenceClassification, BertForTokenClassification, BertModel)
 from bertlab.modernbert_format import to_modernbert_state
 
 transformers = pytest.importorskip("transformers")
@@ -359,3 +359,29 @@ def report():
         print(f"\n{'max |diff|, float32':<90} {'hidden':>8} {'logits':>8} {'loss':>8}")
         for name, hidden, logits, loss in RESULTS:
             print(f"{name:<90} {hidden:8.1e} {logits:8.1e} {loss:8.1e}")
+
+
+@pytest.mark.parametrize("variant", ("modernbert", "biased"))
+def test_a_span_head_travels_both_ways_as_modernberts_question_answering(variant, tmp_path):
+    """bertlab's `qa_outputs` is ModernBertForQuestionAnswering's `classifier`, after the same `head`."""
+    torch.manual_seed(0)
+    ours = perturb(BertForQuestionAnswering(bertlab_config(num_labels=2, **(BIASED if variant == "biased" else {}))))
+    ours.save_pretrained(tmp_path / "bertlab")
+    saved = json.loads((tmp_path / "bertlab" / "config.json").read_text())
+    assert saved["architectures"] == ["ModernBertForQuestionAnswering"]
+    theirs, info = transformers.AutoModelForQuestionAnswering.from_pretrained(tmp_path / "bertlab",
+                                                                              output_loading_info=True)
+    assert type(theirs).__name__ == "ModernBertForQuestionAnswering" and not any(info.values()), info
+    batch = padded_batch()
+    spans = dict(start_positions=torch.tensor([3, 0, 2, 7]), end_positions=torch.tensor([6, 0, 8, 20]))
+    real = batch["attention_mask"].bool()
+    ours_out = ours(batch["input_ids"], batch["attention_mask"], **spans)
+    theirs_out = theirs.eval()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **spans)
+    for name in ("start_logits", "end_logits"):
+        assert (getattr(ours_out, name)[real] - getattr(theirs_out, name)[real]).abs().max() <= TOLERANCE, name
+    assert (ours_out.loss - theirs_out.loss).abs() <= TOLERANCE
+    theirs.save_pretrained(tmp_path / "transformers")
+    back = BertForQuestionAnswering.from_pretrained(tmp_path / "transformers")
+    assert back.load_report.complete, str(back.load_report)
+    torch.testing.assert_close(back.qa_outputs.weight, ours.qa_outputs.weight)
+    torch.testing.assert_close(back.head.dense.weight, ours.head.dense.weight)
