@@ -5,11 +5,14 @@ from bertlab.config import BertConfig
 from bertlab.model import (
     BertForMaskedLM,
     BertForPreTraining,
+    BertForQuestionAnswering,
     BertForSequenceClassification,
+    BertForTokenClassification,
     BertModel,
 )
 from bertlab.tokenizer import BertTokenizer
 
 __all__ = ["BertConfig", "BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+           "BertForTokenClassification", "BertForQuestionAnswering",
            "BertTokenizer", "keep_freed_memory"]
 __version__ = "0.1.0"

@@ -134,7 +134,7 @@ def normalise_keys(state: dict[str, torch.Tensor], expected: set[str]) -> dict[s
             key = key.replace("decoder.bias", "bias")
         if _IGNORED_KEYS.search(key):
             continue
-        is_head = key.startswith(("cls.", "classifier.", "qa_outputs."))
+        is_head = key.startswith(("cls.", "classifier.", "qa_outputs.", "head."))
         if model_has_prefix and not key.startswith(BASE_PREFIX) and not is_head:
             key = BASE_PREFIX + key
         elif not model_has_prefix and key.startswith(BASE_PREFIX):

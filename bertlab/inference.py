@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from bertlab.config import BertConfig
 from bertlab.data.batches import collate
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import column_values, encode_texts
@@ -25,6 +27,9 @@ from bertlab.tokenizer import special_token_ids
 def load_classifier(path: str) -> BertForSequenceClassification:
     """A fine-tuned classifier. A checkpoint without trained head weights (a masked-LM export, a
     classifier whose head tensors are missing or renamed) is refused: its head would be random."""
+    if "BertForTokenClassification" in (BertConfig.from_json_file(Path(path)).architectures or ()):
+        raise CheckpointError(f"{path}: a token classifier (BertForTokenClassification), not a sentence classifier; "
+                              f"`predict` and `evaluate` tag its words, the other commands need sentence labels")
     model = BertForSequenceClassification.from_pretrained(path)
     report = model.load_report
     untrained = [key for key in (*report.missing, *(key for key, _, _ in report.mismatched))

@@ -114,6 +114,15 @@ class LogitsOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+@dataclass
+class QuestionAnsweringOutput(ModelOutput):
+    loss: torch.Tensor | None
+    start_logits: torch.Tensor
+    end_logits: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
 def _in_autocast_dtype(normalised: torch.Tensor, hidden_states: torch.Tensor, low_precision: bool) -> torch.Tensor:
     device = hidden_states.device.type
     if low_precision and torch.is_autocast_enabled(device):
@@ -927,3 +936,66 @@ class BertForSequenceClassification(BertPreTrainedModel):
         if problem_type == "single_label_classification":
             return F.cross_entropy(logits, labels.view(-1))
         return F.binary_cross_entropy_with_logits(logits, labels.float())
+
+
+class BertForTokenClassification(BertPreTrainedModel):
+    """A label per token (named entities): dropout → linear on every position's last hidden state, as
+    transformers' BertForTokenClassification. A ModernBERT-style model (classifier_pooling cls or mean) puts its
+    dense → act → norm `head` before them, as ModernBertForTokenClassification does. The loss is the mean
+    cross-entropy over the labelled positions (labels -100 elsewhere: padding, specials, a word's later pieces)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.head = None if config.classifier_pooling == "pooler" else BertPredictionHeadTransform(config)
+        classifier_dropout = config.classifier_dropout
+        self.dropout = Dropout(config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init(*(module for module in (self.head, self.classifier) if module is not None))
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None, *, inputs_embeds=None) -> LogitsOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
+                        output_attentions, output_hidden_states, inputs_embeds=inputs_embeds)
+        hidden = out.last_hidden_state if self.head is None else self.head(out.last_hidden_state)
+        logits = self.classifier(self.dropout(hidden))
+        loss = None if labels is None else F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                                                           ignore_index=IGNORE_INDEX)
+        return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
+
+
+def span_loss(start_logits, end_logits, start_positions, end_positions) -> torch.Tensor:
+    """transformers' answer-span loss: the mean of the start's and the end's cross-entropy over the positions;
+    a position outside the sequence (clamped to its length) is ignored."""
+    outside = start_logits.shape[1]
+    start = start_positions.reshape(-1).clamp(0, outside)
+    end = end_positions.reshape(-1).clamp(0, outside)
+    return (F.cross_entropy(start_logits.float(), start, ignore_index=outside)
+            + F.cross_entropy(end_logits.float(), end, ignore_index=outside)) / 2
+
+
+class BertForQuestionAnswering(BertPreTrainedModel):
+    """Extractive question answering: a start and an end logit per token (`qa_outputs`), as transformers'
+    BertForQuestionAnswering. A ModernBERT-style model (classifier_pooling cls or mean) puts its dense → act → norm
+    `head` and dropout first, as ModernBertForQuestionAnswering (whose `classifier` is bertlab's `qa_outputs`)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.head = None if config.classifier_pooling == "pooler" else BertPredictionHeadTransform(config)
+        classifier_dropout = config.hidden_dropout_prob if config.classifier_dropout is None \
+            else config.classifier_dropout
+        self.dropout = None if self.head is None else Dropout(classifier_dropout)
+        self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init(*(module for module in (self.head, self.qa_outputs) if module is not None))
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                start_positions=None, end_positions=None, output_attentions=None, output_hidden_states=None, *,
+                inputs_embeds=None) -> QuestionAnsweringOutput:
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
+                        output_attentions, output_hidden_states, inputs_embeds=inputs_embeds)
+        hidden = out.last_hidden_state if self.head is None else self.dropout(self.head(out.last_hidden_state))
+        start_logits, end_logits = (logits.squeeze(-1) for logits in self.qa_outputs(hidden).split(1, dim=-1))
+        loss = None if start_positions is None or end_positions is None \
+            else span_loss(start_logits, end_logits, start_positions, end_positions)
+        return QuestionAnsweringOutput(loss, start_logits, end_logits, out.hidden_states, out.attentions)

@@ -4,7 +4,7 @@ bertlab's BERT names.
 A bertlab model whose knobs are ModernBERT's (Warner et al., 2024: rotary positions, no token types,
 pre-norm without layer 0's attention norm, LayerNorm, a gated feed-forward, [CLS] or mean pooling into
 a dense → act → norm head) is saved in this format, so that `ModernBertForMaskedLM` and
-`ModernBertForSequenceClassification` load it natively; ModernBERT folders load into bertlab through the
+`ModernBertForSequenceClassification` (and `…ForTokenClassification`) load it natively; ModernBERT folders load into bertlab through the
 same tables. Only names, config fields and the fused `Wqkv` change: the tensors are the same.
 """
 
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 MODEL_TYPE = "modernbert"
 # bertlab class → transformers class; BertForPreTraining's NSP head has no ModernBERT counterpart.
 ARCHITECTURES = {"BertModel": "ModernBertModel", "BertForMaskedLM": "ModernBertForMaskedLM",
-                 "BertForSequenceClassification": "ModernBertForSequenceClassification"}
+                 "BertForSequenceClassification": "ModernBertForSequenceClassification",
+                 "BertForTokenClassification": "ModernBertForTokenClassification",
+                 "BertForQuestionAnswering": "ModernBertForQuestionAnswering"}
 # The knobs that make a bertlab config ModernBERT's; the others (sizes, biases, thetas, window) are free.
 SHAPE = {"position_embedding_type": "rotary", "type_vocab_size": 0, "norm_position": "pre",
          "first_attention_norm": False, "norm_type": "layer_norm", "embedding_norm": True, "gated_ffn": True,
@@ -43,6 +45,10 @@ _BODY = (
     ("encoder.final_norm.", "final_norm."),
 )
 _HEAD = (("dense.", "dense."), ("LayerNorm.", "norm."))
+# Where bertlab keeps ModernBERT's `head` (dense → act → norm); a sequence classifier's is its `bert.pooler.`.
+HEADS = {"BertForMaskedLM": "cls.predictions.transform.", "BertForTokenClassification": "head.",
+         "BertForQuestionAnswering": "head."}
+SPAN_OUTPUTS = ("qa_outputs.", "classifier.")  # a span head's linear layer: bertlab's (BERT's) name, ModernBERT's
 _QKV = ("query", "key", "value")
 
 
@@ -133,8 +139,7 @@ def to_modernbert_state(state: dict[str, torch.Tensor], num_layers: int, archite
     state = {("bert." + key if base else key): tensor for key, tensor in state.items()}
     if base:  # ModernBertModel has no pooler
         state = {key: tensor for key, tensor in state.items() if not key.startswith("bert.pooler.")}
-    renamings = _renamings(num_layers, "cls.predictions.transform." if architecture == "BertForMaskedLM"
-                           else "bert.pooler.")
+    renamings = _renamings(num_layers, HEADS.get(architecture, "bert.pooler.")) + [SPAN_OUTPUTS]
     renamed = {}
     for key, tensor in state.items():
         match = re.match(r"bert\.encoder\.layer\.(\d+)\.attention\.self\.query\.(weight|bias)$", key)
@@ -158,14 +163,16 @@ def is_modernbert_state(state: dict[str, torch.Tensor]) -> bool:
 def from_modernbert_state(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
     """A ModernBERT state dict under bertlab's names (with `bert.` where bertlab's heads put it; the
     caller's key normalisation adds or removes it for the class it loads into). ModernBERT's `head`
-    becomes the MLM transform or the classifier's pooler, whichever the loading model has."""
+    becomes the MLM transform, the token classifier's head or the classifier's pooler, whichever the loading
+    model has."""
     state = {key if key.startswith(("model.", "head.", "decoder.", "classifier.")) else f"model.{key}": tensor
              for key, tensor in state.items()}
     num_layers = 1 + max((int(m.group(1)) for key in state if (m := re.match(r"model\.layers\.(\d+)\.", key))),
                          default=-1)
-    mlm = any(key.startswith("cls.predictions.transform.") for key in expected)
-    head = "cls.predictions.transform." if mlm else "bert.pooler."
+    head = next((head for head in HEADS.values() if any(key.startswith(head) for key in expected)), "bert.pooler.")
     renamings = [(theirs, ours) for ours, theirs in _renamings(num_layers, head)]
+    if any(key.startswith(SPAN_OUTPUTS[0]) for key in expected):
+        renamings.append(SPAN_OUTPUTS[::-1])
     renamed = {}
     for key, tensor in state.items():
         match = re.match(r"model\.layers\.(\d+)\.attn\.Wqkv\.(weight|bias)$", key)

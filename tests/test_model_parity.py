@@ -23,7 +23,8 @@ transformers.logging.set_verbosity_error()  # relative models load without the u
 
 TOLERANCE = 1e-5
 POSITION_TYPES = ("absolute", "relative_key", "relative_key_query")
-CLASSES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification")
+CLASSES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+           "BertForTokenClassification")
 VOCAB, BATCH, LENGTH = 300, 4, 24
 
 
@@ -56,11 +57,17 @@ def padded_pair_batch(seed: int) -> dict[str, torch.Tensor]:
     mlm_labels = torch.full_like(input_ids, -100)
     labelled = (torch.rand(input_ids.shape, generator=generator) < 0.2) & attention_mask.bool()
     mlm_labels[labelled] = input_ids[labelled]
-    return dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                mlm_labels=mlm_labels,
-                next_sentence_label=torch.randint(0, 2, (BATCH,), generator=generator),
-                class_labels=torch.randint(0, 3, (BATCH,), generator=generator),
-                regression_labels=torch.randn(BATCH, generator=generator))
+    batch = dict(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                 mlm_labels=mlm_labels,
+                 next_sentence_label=torch.randint(0, 2, (BATCH,), generator=generator),
+                 class_labels=torch.randint(0, 3, (BATCH,), generator=generator),
+                 regression_labels=torch.randn(BATCH, generator=generator))
+    # A tag per real position, -100 on padding and on a fifth of the rest (a word's later pieces).
+    token_labels = torch.randint(0, 3, (BATCH, LENGTH), generator=generator)
+    token_labels[(torch.rand(input_ids.shape, generator=generator) < 0.2) | ~attention_mask.bool()] = -100
+    # Answer spans; the last row's lies past the sequence (clamped and ignored, as transformers does).
+    spans = {"start_positions": torch.tensor([3, 0, 2, LENGTH + 5]), "end_positions": torch.tensor([6, 0, 8, LENGTH + 7])}
+    return batch | {"token_labels": token_labels} | spans
 
 
 def max_diff(ours: torch.Tensor, reference: torch.Tensor) -> float:
@@ -123,6 +130,15 @@ def outputs(model, class_name: str, batch: dict, regression: bool = False) -> di
             out = model(**inputs, labels=batch["regression_labels" if regression else "class_labels"],
                         output_hidden_states=True)
             result.update({"logits": out.logits, "loss(mse)" if regression else "loss(ce)": out.loss})
+        elif class_name == "BertForQuestionAnswering":
+            out = model(**inputs, start_positions=batch["start_positions"], end_positions=batch["end_positions"],
+                        output_hidden_states=True)
+            real = batch["attention_mask"].bool()
+            result.update({"start_logits": out.start_logits[real], "end_logits": out.end_logits[real],
+                           "loss(span)": out.loss})
+        elif class_name == "BertForTokenClassification":
+            out = model(**inputs, labels=batch["token_labels"], output_hidden_states=True)
+            result.update({"logits": out.logits[batch["attention_mask"].bool()], "loss(ce)": out.loss})
         else:
             pretraining = class_name == "BertForPreTraining"
             out = model(**inputs, labels=labels, output_hidden_states=True,
@@ -431,3 +447,36 @@ def test_a_layer_pruned_to_no_heads_goes_to_transformers_and_back(tmp_path, pari
         pairs.update({f"hidden_states[{i}]": pair
                       for i, pair in enumerate(zip(out.hidden_states, expected.hidden_states))})
         compare(parity_rows, f"no heads in layer 1 vs HF zero head_mask, {position_type}", pairs)
+
+
+def test_a_token_classifier_export_loads_as_transformers_token_classifier_with_its_label_names(tmp_path):
+    tags = {0: "O", 1: "B-PER", 2: "I-PER"}
+    ours = bertlab.BertForTokenClassification(
+        small_config("absolute", id2label=tags, label2id={v: k for k, v in tags.items()})).eval()
+    ours.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
+    reference, info = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path, output_loading_info=True)
+    assert type(reference).__name__ == "BertForTokenClassification"
+    assert (info["missing_keys"], info["unexpected_keys"], info["mismatched_keys"]) == ([], [], [])
+    assert reference.config.id2label == tags and reference.config.label2id == {v: k for k, v in tags.items()}
+
+
+@pytest.mark.parametrize("position_type", POSITION_TYPES)
+def test_the_span_head_matches_transformers_both_ways(tmp_path, parity_rows, position_type):
+    """BertForQuestionAnswering (two outputs: start and end), saved by each library and loaded by the other."""
+    torch.manual_seed(0)
+    ours = bertlab.BertForQuestionAnswering(small_config(position_type, num_labels=2)).eval()
+    perturb(ours, seed=23)
+    ours.save_pretrained(tmp_path / "bertlab")
+    reference, info = transformers.BertForQuestionAnswering.from_pretrained(tmp_path / "bertlab",
+                                                                           output_loading_info=True)
+    unused = [] if position_type == "absolute" else ["bert.embeddings.position_embeddings.weight"]
+    assert (info["missing_keys"], info["unexpected_keys"], info["mismatched_keys"]) == (unused, [], [])
+    batch = padded_pair_batch(seed=24)
+    compare(parity_rows, f"bertlab->HF BertForQuestionAnswering {position_type}",
+            paired(*(outputs(m, "BertForQuestionAnswering", batch) for m in (ours, reference.eval()))))
+    reference.save_pretrained(tmp_path / "transformers", safe_serialization=True)
+    back = bertlab.BertForQuestionAnswering.from_pretrained(tmp_path / "transformers").eval()
+    assert back.load_report.complete, str(back.load_report)
+    compare(parity_rows, f"HF->bertlab BertForQuestionAnswering {position_type}",
+            paired(*(outputs(m, "BertForQuestionAnswering", batch) for m in (back, reference))))

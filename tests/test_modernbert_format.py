@@ -19,7 +19,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+                     BertForSequenceClassification, BertForTokenClassification, BertModel)
 from bertlab.modernbert_format import to_modernbert_state
 
 transformers = pytest.importorskip("transformers")
@@ -38,8 +39,11 @@ BIASED = dict(attention_bias=True, ffn_bias=True, norm_bias=True, head_bias=True
 CLASSES = {"BertModel": ("ModernBertModel", "AutoModel"),
            "BertForMaskedLM": ("ModernBertForMaskedLM", "AutoModelForMaskedLM"),
            "BertForSequenceClassification": ("ModernBertForSequenceClassification",
-                                             "AutoModelForSequenceClassification")}
-BERTLAB = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForSequenceClassification, BertForPreTraining)}
+                                             "AutoModelForSequenceClassification"),
+           "BertForTokenClassification": ("ModernBertForTokenClassification", "AutoModelForTokenClassification")}
+BERTLAB = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForSequenceClassification, BertForPreTraining,
+                                         BertForTokenClassification)}
+PER_TOKEN = ("BertForMaskedLM", "BertForTokenClassification")  # logits compared at the real positions
 RESULTS: list[tuple[str, float, float, float]] = []
 
 
@@ -79,8 +83,8 @@ def compare(name: str, ours, theirs, architecture: str, batch) -> None:
         hidden = max(hidden, (ours.last_hidden_state[real] - theirs.last_hidden_state[real]).abs().max().item())
         logits = loss = float("nan")
     else:
-        ours_logits = ours.logits[real] if architecture == "BertForMaskedLM" else ours.logits
-        theirs_logits = theirs.logits[real] if architecture == "BertForMaskedLM" else theirs.logits
+        ours_logits = ours.logits[real] if architecture in PER_TOKEN else ours.logits
+        theirs_logits = theirs.logits[real] if architecture in PER_TOKEN else theirs.logits
         logits = (ours_logits - theirs_logits).abs().max().item()
         loss = (ours.loss - theirs.loss).abs().item()
         assert loss <= TOLERANCE, name
@@ -88,20 +92,28 @@ def compare(name: str, ours, theirs, architecture: str, batch) -> None:
     assert hidden <= TOLERANCE and (logits != logits or logits <= TOLERANCE), (name, hidden, logits)
 
 
+def task_labels(architecture: str, batch) -> dict[str, torch.Tensor]:
+    """The labels a classifier's loss reads: a class per row, or a tag per token (-100 where the MLM's are)."""
+    if architecture == "BertForSequenceClassification":
+        return {"labels": torch.tensor([0, 2, 1, 1])}
+    if architecture == "BertForTokenClassification":
+        return {"labels": torch.where(batch["labels"] == -100, -100, batch["labels"] % 3)}
+    return {}
+
+
 def bertlab_outputs(model, architecture: str, batch):
     """Every position's outputs with the loss: the MLM loss from full logits (bertlab's sparse head gives the
     same, checked in tests/test_model_variants.py)."""
-    out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True,
-                **({"labels": torch.tensor([0, 2, 1, 1])} if architecture == "BertForSequenceClassification" else {}))
+    out = model(batch["input_ids"], batch["attention_mask"], output_hidden_states=True, **task_labels(architecture, batch))
     if architecture == "BertForMaskedLM":
         out.loss = F.cross_entropy(out.logits.flatten(0, 1), batch["labels"].flatten())
     return out
 
 
 def transformers_outputs(model, architecture: str, batch):
-    labels = {"BertForMaskedLM": batch["labels"], "BertForSequenceClassification": torch.tensor([0, 2, 1, 1])}
+    labels = {"labels": batch["labels"]} if architecture == "BertForMaskedLM" else task_labels(architecture, batch)
     return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True,
-                 **({"labels": labels[architecture]} if architecture in labels else {}))
+                 **labels)
 
 
 @pytest.mark.parametrize("attention", ("sdpa", "eager"))
@@ -169,13 +181,18 @@ def test_an_untied_decoder_travels_both_ways_as_modernberts_own_decoder_weight(t
 
 
 def test_a_modernbert_masked_lm_folder_starts_a_bertlab_classifier_from_its_head(tmp_path):
-    """As in transformers, ModernBertForSequenceClassification's `head` is the MLM checkpoint's."""
+    """As in transformers, ModernBertForSequenceClassification's and …ForTokenClassification's `head` is the MLM
+    checkpoint's."""
     config = transformers.ModernBertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
                                            num_attention_heads=2, pad_token_id=0, reference_compile=False)
     transformers.ModernBertForMaskedLM(config).save_pretrained(tmp_path)
     ours = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=2)
     assert ours.load_report.missing == ["classifier.weight", "classifier.bias"]
     assert ours.config.classifier_pooling == "cls" and ours.config.non_bert_keys()
+    tagger = BertForTokenClassification.from_pretrained(tmp_path, num_labels=3)
+    assert tagger.load_report.missing == ["classifier.weight", "classifier.bias"]
+    assert tagger.load_report.unexpected == ["cls.predictions.bias"]  # the decoder's, as for the sequence classifier
+    torch.testing.assert_close(tagger.head.dense.weight, ours.bert.pooler.dense.weight)
 
 
 @pytest.mark.parametrize("architecture", ("BertForMaskedLM", "BertForSequenceClassification"))
@@ -226,7 +243,8 @@ REMOTE_VARIANTS = {
 }
 REMOTE_CLASSES = {"BertModel": "AutoModel", "BertForMaskedLM": "AutoModelForMaskedLM",
                   "BertForPreTraining": "AutoModelForPreTraining",
-                  "BertForSequenceClassification": "AutoModelForSequenceClassification"}
+                  "BertForSequenceClassification": "AutoModelForSequenceClassification",
+                  "BertForTokenClassification": "AutoModelForTokenClassification"}
 
 
 @pytest.mark.slow
@@ -236,7 +254,8 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
     where importing bertlab fails: outputs and losses equal bertlab's."""
     batch = padded_batch()
     labels = {"BertForMaskedLM": batch["labels"], "BertForPreTraining": batch["labels"],
-              "BertForSequenceClassification": torch.tensor([0, 2, 1, 1])}
+              "BertForSequenceClassification": torch.tensor([0, 2, 1, 1]),
+              "BertForTokenClassification": task_labels("BertForTokenClassification", batch)["labels"]}
     expected = {}
     for architecture in REMOTE_CLASSES:
         config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
@@ -252,7 +271,7 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
         main = out.last_hidden_state if architecture == "BertModel" else (
             out.prediction_logits if architecture == "BertForPreTraining" else out.logits)
         if architecture in labels:
-            kwargs = dict(predictions_per_row=12) if architecture != "BertForSequenceClassification" else {}
+            kwargs = dict(predictions_per_row=12) if architecture in ("BertForMaskedLM", "BertForPreTraining") else {}
             if architecture == "BertForPreTraining":
                 kwargs["next_sentence_label"] = torch.tensor([0, 1, 1, 0])
             loss = model(batch["input_ids"], batch["attention_mask"], labels=labels[architecture], **kwargs).loss
@@ -340,3 +359,29 @@ def report():
         print(f"\n{'max |diff|, float32':<90} {'hidden':>8} {'logits':>8} {'loss':>8}")
         for name, hidden, logits, loss in RESULTS:
             print(f"{name:<90} {hidden:8.1e} {logits:8.1e} {loss:8.1e}")
+
+
+@pytest.mark.parametrize("variant", ("modernbert", "biased"))
+def test_a_span_head_travels_both_ways_as_modernberts_question_answering(variant, tmp_path):
+    """bertlab's `qa_outputs` is ModernBertForQuestionAnswering's `classifier`, after the same `head`."""
+    torch.manual_seed(0)
+    ours = perturb(BertForQuestionAnswering(bertlab_config(num_labels=2, **(BIASED if variant == "biased" else {}))))
+    ours.save_pretrained(tmp_path / "bertlab")
+    saved = json.loads((tmp_path / "bertlab" / "config.json").read_text())
+    assert saved["architectures"] == ["ModernBertForQuestionAnswering"]
+    theirs, info = transformers.AutoModelForQuestionAnswering.from_pretrained(tmp_path / "bertlab",
+                                                                              output_loading_info=True)
+    assert type(theirs).__name__ == "ModernBertForQuestionAnswering" and not any(info.values()), info
+    batch = padded_batch()
+    spans = dict(start_positions=torch.tensor([3, 0, 2, 7]), end_positions=torch.tensor([6, 0, 8, 20]))
+    real = batch["attention_mask"].bool()
+    ours_out = ours(batch["input_ids"], batch["attention_mask"], **spans)
+    theirs_out = theirs.eval()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **spans)
+    for name in ("start_logits", "end_logits"):
+        assert (getattr(ours_out, name)[real] - getattr(theirs_out, name)[real]).abs().max() <= TOLERANCE, name
+    assert (ours_out.loss - theirs_out.loss).abs() <= TOLERANCE
+    theirs.save_pretrained(tmp_path / "transformers")
+    back = BertForQuestionAnswering.from_pretrained(tmp_path / "transformers")
+    assert back.load_report.complete, str(back.load_report)
+    torch.testing.assert_close(back.qa_outputs.weight, ours.qa_outputs.weight)
+    torch.testing.assert_close(back.head.dense.weight, ours.head.dense.weight)

@@ -1,6 +1,7 @@
 """`python -m bertlab evaluate CHECKPOINT [--data SOURCE] [--split validation] [--output F]`:
 a fine-tuned checkpoint's metrics on a dataset split or a file, printed and written as JSON. Without --data,
-the data its fine-tuning run validated on (the run folder's config.yaml), with that run's columns."""
+the data its fine-tuning run validated on (the run folder's config.yaml), with that run's columns. For a token
+classifier, entity precision, recall and F1 with the per-type table (bertlab.token_inference)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised,
 from bertlab.errors import UsageError
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
+from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS
+from bertlab.tables import markdown_table
+from bertlab.token_inference import is_token_classifier, load_token_classifier, split_entity_scores
 from bertlab.training.app import local_copy
 from bertlab.training.run_folder import CONFIG
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
@@ -38,6 +42,17 @@ def run_data(checkpoint: str, prog: str) -> dict:
     return data
 
 
+def evaluate_tagger(checkpoint: str, data: str, *, batch_size: int = 256, allow_reinitialised: bool = False,
+                    scoring: str = "conlleval", split: str = "validation", text_column: str = "tokens",
+                    label_column: str = "ner_tags", max_seq_length: int = 256, **_) -> tuple[dict, list[dict]]:
+    """Entity scores and the per-type rows of a token classifier on a labelled split (words and tags columns)."""
+    model = load_token_classifier(checkpoint)
+    check_weights_fit(model.load_report, checkpoint, allow_reinitialised, ALLOW_FLAG)
+    return split_entity_scores(checkpoint, model, data, split=split, tokens_column=text_column,
+                               tags_column=label_column, max_seq_length=max_seq_length, batch_size=batch_size,
+                               scoring=scoring)
+
+
 def main(argv: list[str], prog: str) -> None:
     parser = ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("checkpoint", type=checkpoint_folder,
@@ -45,6 +60,9 @@ def main(argv: list[str], prog: str) -> None:
     add_labelled_data_options(parser, data_required=False)
     parser.add_argument("--batch-size", type=positive_int, default=256)
     add_allow_reinitialised(parser)
+    parser.add_argument("--scoring", choices=SCORINGS, default="conlleval",
+                        help="a token classifier's reading of the tags (docs/token_tasks.md; default conlleval); "
+                             "its columns default to tokens and ner_tags")
     parser.add_argument("--output", type=output_file(".json"), help="metrics JSON file (default: <checkpoint>/eval_<split>.json)")
     add_overwrite(parser)
     args = parser.parse_args(argv)
@@ -53,11 +71,24 @@ def main(argv: list[str], prog: str) -> None:
     recorded = run_data(args.checkpoint, prog) if args.data is None else None
     data = local_copy(args.data or recorded["source"])
     options = labelled_data_options(args, recorded)
-    metrics = evaluate(args.checkpoint, data, batch_size=args.batch_size,
-                       allow_reinitialised=args.allow_reinitialised, **options)
+    types = None
+    if is_token_classifier(args.checkpoint):
+        # The sentence defaults of the column options name a token dataset's columns here.
+        options |= {"text_column": "tokens" if options["text_column"] == "sentence" else options["text_column"],
+                    "label_column": "ner_tags" if options["label_column"] == "label" else options["label_column"]}
+        metrics, types = evaluate_tagger(args.checkpoint, data, batch_size=args.batch_size,
+                                         allow_reinitialised=args.allow_reinitialised, scoring=args.scoring, **options)
+    else:
+        metrics = evaluate(args.checkpoint, data, batch_size=args.batch_size,
+                           allow_reinitialised=args.allow_reinitialised, **options)
     output = Path(args.output or Path(args.checkpoint) / f"eval_{options['split']}.json")
-    report = json.dumps({"checkpoint": args.checkpoint, "data": data, "split": options["split"], **metrics}, indent=2)
+    extra = {} if types is None else {"scoring": args.scoring, "entity_types": types}
+    report = json.dumps({"checkpoint": args.checkpoint, "data": data, "split": options["split"], **metrics, **extra},
+                        indent=2)
     write_atomically(output, lambda temp: Path(temp).write_text(report + "\n"))
     for key, value in metrics.items():
         print(f"{key}: {value:.4f}")
+    if types is not None:
+        print("\n".join(markdown_table(TYPE_COLUMNS, [[row[c] if c in ("type", "support") else f"{100 * row[c]:.2f}"
+                                                      for c in TYPE_COLUMNS] for row in types])))
     print(f"Metrics written to {output}")

@@ -17,6 +17,7 @@ from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError, UsageError
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, predict
+from bertlab.token_inference import is_token_classifier, load_token_classifier, sentence_entities
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
 
@@ -100,8 +101,17 @@ def main(argv: list[str], prog: str) -> None:
     texts, pairs = read_inputs(args.texts, args.pair, args.file, args.column, args.text_pair_column)
     if not texts:
         parser.error("nothing to classify: give sentences as arguments or --file")
+    tokenizer = load_tokenizer(args.checkpoint)
+    if is_token_classifier(args.checkpoint):
+        model = load_token_classifier(args.checkpoint)
+        check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
+        found = sentence_entities(model, tokenizer, texts, batch_size=args.batch_size,
+                                  max_seq_length=args.max_seq_length)
+        as_text = args.output is not None and args.output.suffix == ".csv"  # a CSV cell holds the list as JSON
+        write([{"text": text, "entities": json.dumps(entities) if as_text else entities}
+               for text, entities in zip(texts, found)], args.output)
+        return
     model = load_classifier(args.checkpoint)
     check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
-    tokenizer = load_tokenizer(args.checkpoint)
     scores = predict(model, tokenizer, texts, pairs, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
     write(records(texts, pairs, scores, model.config.id2label), args.output)

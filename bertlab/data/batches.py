@@ -71,31 +71,32 @@ class TokenizedRows(Dataset):
 
 
 def length_sorted_dataloader(
-    dataset: datasets.Dataset, batch_size: int, *, pad_token_id: int, num_workers: int = 0
+    dataset: datasets.Dataset, batch_size: int, *, pad_token_id: int, num_workers: int = 0, collate_rows=collate
 ) -> DataLoader:
-    """Batches of a `tokenize_dataset` result in length-sorted order (longest first)."""
+    """Batches of a `tokenize_dataset` result in length-sorted order (longest first); `collate_rows` pads them
+    (a token classifier's pads its labels too)."""
     rows = TokenizedRows(dataset)
     return DataLoader(
         rows,
         batch_size=batch_size,
         sampler=length_sorted_order(rows.scalars["length"]).tolist(),
-        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
+        collate_fn=functools.partial(collate_rows, pad_token_id=pad_token_id),
         num_workers=num_workers,
     )
 
 
 def length_grouped_dataloader(
     dataset: datasets.Dataset, order: ResumableTrainingOrder, batch_size: int, seed: int, *, pad_token_id: int,
-    num_workers: int = 0
+    num_workers: int = 0, collate_rows=collate
 ) -> DataLoader:
     """Training batches of a `tokenize_dataset` result: rows of similar length together, in `order`'s seeded
-    order, resumable mid-epoch (bertlab.data.sampling)."""
+    order, resumable mid-epoch (bertlab.data.sampling); `collate_rows` pads them."""
     rows = TokenizedRows(dataset)
     return DataLoader(
         rows,
         batch_size=batch_size,
         sampler=order.training_sampler(rows.scalars["length"], batch_size, seed),
-        collate_fn=functools.partial(collate, pad_token_id=pad_token_id),
+        collate_fn=functools.partial(collate_rows, pad_token_id=pad_token_id),
         num_workers=num_workers,
         persistent_workers=num_workers > 0,
     )

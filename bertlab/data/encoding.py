@@ -34,7 +34,7 @@ def encode_texts(
     Switches the tokenizer's truncation to `max_seq_length` (longest first) and its padding off:
     `collate` pads per batch.
     """
-    _truncate_without_padding(tokenizer, max_seq_length, paired=text_pairs is not None)
+    truncate_without_padding(tokenizer, max_seq_length, paired=text_pairs is not None)
     inputs = list(texts) if text_pairs is None else list(zip(texts, text_pairs))
     encodings = tokenizer.encode_batch(inputs)
     return {
@@ -44,7 +44,7 @@ def encode_texts(
     }
 
 
-def _truncate_without_padding(tokenizer: Tokenizer, max_seq_length: int, *, paired: bool) -> None:
+def truncate_without_padding(tokenizer: Tokenizer, max_seq_length: int, *, paired: bool) -> None:
     if max_seq_length <= tokenizer.num_special_tokens_to_add(paired):
         raise ConfigError(f"max_seq_length must leave room for text beside the special tokens, got {max_seq_length}")
     truncation = {"max_length": max_seq_length, "stride": 0, "strategy": "longest_first", "direction": "right"}
@@ -71,7 +71,7 @@ def tokenize_dataset(
     text_columns = [text_column] + ([text_pair_column] if text_pair_column else [])
     require_columns(dataset, text_columns, name)
     # Configured before `map` hashes the function, so the cache fingerprint sees the final tokenizer.
-    _truncate_without_padding(tokenizer, max_seq_length, paired=text_pair_column is not None)
+    truncate_without_padding(tokenizer, max_seq_length, paired=text_pair_column is not None)
     features = dict(_TOKEN_FEATURES)
     if labels is not None:
         features["labels"] = datasets.Value("float32" if labels.dtype.kind == "f" else "int64")

@@ -24,7 +24,9 @@ MODELING_ADAPTER = "modeling_bertlab.py"
 ENTRY_MODULE = "model"  # bertlab.model, and every bertlab module it imports
 AUTO_CLASSES = {"AutoModel": "BertlabModel", "AutoModelForMaskedLM": "BertlabForMaskedLM",
                 "AutoModelForPreTraining": "BertlabForPreTraining",
-                "AutoModelForSequenceClassification": "BertlabForSequenceClassification"}
+                "AutoModelForSequenceClassification": "BertlabForSequenceClassification",
+                "AutoModelForTokenClassification": "BertlabForTokenClassification",
+                "AutoModelForQuestionAnswering": "BertlabForQuestionAnswering"}
 _IMPORT = re.compile(r"^(\s*)from bertlab\.([\w.]+) import ", re.MULTILINE)
 
 

@@ -5,11 +5,13 @@ trust_remote_code=True; bertlab never imports it."""
 
 import torch.nn.functional as F
 from transformers import PreTrainedModel
-from transformers.modeling_outputs import BaseModelOutputWithPooling, MaskedLMOutput, SequenceClassifierOutput
+from transformers.modeling_outputs import (BaseModelOutputWithPooling, MaskedLMOutput, QuestionAnsweringModelOutput,
+                                         SequenceClassifierOutput, TokenClassifierOutput)
 from transformers.models.bert.modeling_bert import BertForPreTrainingOutput
 
 from .bertlab_config import BertConfig
-from .bertlab_model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from .bertlab_model import (BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+                            BertForSequenceClassification, BertForTokenClassification, BertModel)
 from .configuration_bertlab import BertlabConfig
 
 
@@ -108,3 +110,28 @@ class BertlabForSequenceClassification(BertlabPreTrainedModel):
                         output_hidden_states, inputs_embeds, labels=labels)
         return SequenceClassifierOutput(loss=out.loss, logits=out.logits, hidden_states=out.hidden_states,
                                         attentions=out.attentions)
+
+
+class BertlabForTokenClassification(BertlabPreTrainedModel):
+    bertlab_class = BertForTokenClassification
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                labels=None, output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None,
+                **_):
+        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+                        output_hidden_states, inputs_embeds, labels=labels)
+        return TokenClassifierOutput(loss=out.loss, logits=out.logits, hidden_states=out.hidden_states,
+                                     attentions=out.attentions)
+
+
+class BertlabForQuestionAnswering(BertlabPreTrainedModel):
+    bertlab_class = BertForQuestionAnswering
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
+                start_positions=None, end_positions=None, output_attentions=None, output_hidden_states=None,
+                inputs_embeds=None, return_dict=None, **_):
+        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
+                        output_hidden_states, inputs_embeds, start_positions=start_positions,
+                        end_positions=end_positions)
+        return QuestionAnsweringModelOutput(loss=out.loss, start_logits=out.start_logits, end_logits=out.end_logits,
+                                            hidden_states=out.hidden_states, attentions=out.attentions)

@@ -80,21 +80,24 @@ def checkpoint_config(cfg: DictConfig) -> BertConfig:
 
 
 def classification_module(cfg: DictConfig, datamodule) -> L.LightningModule:
-    model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names)
+    # A task's module names its model class (a token classifier's); a sequence classifier is the default.
+    model_class = getattr(get_class(cfg.task._target_), "model_class", BertForSequenceClassification)
+    model = build_classifier(cfg, datamodule.tokenizer, datamodule.label_names, model_class)
     return instantiate(cfg.task, _partial_=True, _convert_="all")(
         model=model, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
 
 
-def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str]) -> BertForSequenceClassification:
+def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str],
+                     model_class: type = BertForSequenceClassification) -> BertForSequenceClassification:
     labels = {"id2label": dict(enumerate(label_names)),
               "label2id": {name: index for index, name in enumerate(label_names)},
               "num_labels": len(label_names)}
     if cfg.model.init_from:
         # from_pretrained logs which weights are loaded and new, and returns eval mode, which Lightning's fit keeps
-        model = BertForSequenceClassification.from_pretrained(
+        model = model_class.from_pretrained(
             cfg.model.init_from, **labels, **init_from_overrides(cfg.model)).train()
     else:
-        model = BertForSequenceClassification(model_config(
+        model = model_class(model_config(
             cfg.model, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
             **labels))
     check_vocabulary(tokenizer, model.config, data_tokenizer(cfg))

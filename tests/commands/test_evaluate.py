@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import lightning as L
+import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
@@ -77,3 +78,32 @@ def test_a_hub_id_reads_the_data_folders_copy_as_recipes_do(tokenizer, tiny_data
     outcome = run_in_process(["evaluate", str(run), "--data", "stanfordnlp/sst2"], capsys)
     assert outcome.code == 0, outcome.err
     assert json.loads((run / "hf_model" / "eval_validation.json").read_text())["data"] == str(tiny_data_dir / "sst2")
+
+
+def test_evaluate_scores_a_token_classifier_as_its_validation_loop_does(tmp_path):
+    from bertlab.commands.evaluate import evaluate_tagger
+    from bertlab.data.token_classification import TokenClassificationDataModule
+    from bertlab.lit.token_classification import TokenClassificationModule
+    from bertlab.model import BertForTokenClassification
+    from bertlab.tokenizer import train_tokenizer
+    from tests.data.test_token_classification import TAGS, write_conll
+
+    data = write_conll(tmp_path / "conll", rows=90)
+    words = [" ".join(row) for row in pd.read_parquet(data / "train.parquet")["tokens"]]
+    vocabulary = train_tokenizer(words, vocab_size=60, min_frequency=1)
+    L.seed_everything(4)
+    config = BertConfig(vocab_size=vocabulary.get_vocab_size(), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64, id2label=dict(enumerate(TAGS)),
+                        label2id={name: i for i, name in enumerate(TAGS)})
+    tagger = save(BertForTokenClassification(config), vocabulary, tmp_path / "tagger")
+    ours, types = evaluate_tagger(str(tagger), str(data), batch_size=5)
+    datamodule = TokenClassificationDataModule(str(data), str(tagger), label_names=TAGS, eval_batch_size=16)
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    module = TokenClassificationModule(model=BertForTokenClassification.from_pretrained(tagger))
+    (lightning,) = trainer.validate(module, datamodule=datamodule, verbose=False)
+    assert ours["f1"] > 0 and {row["type"] for row in types} <= {"PER", "LOC"}
+    for key in ("precision", "recall", "f1", "accuracy"):
+        assert ours[key] == pytest.approx(float(lightning[f"val/{key}"]), abs=1e-6), key
+    for row in types:
+        assert row["f1"] == pytest.approx(float(lightning[f"entity/{row['type']}/f1"]), abs=1e-6)

@@ -10,11 +10,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from tests.bertlab_runs import fine_tuning, pretraining, run_in_process
+from tests.bertlab_runs import FP32, QUIET, TINY_MODEL, fine_tuning, pretraining, run_in_process
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,12 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     for name, change in BROKEN_ENCODERS.items():  # masked-LM exports whose encoder does not fit
         shutil.copytree(paths["pretrained"] / "hf_model", root / name)
         change(root / name)
+        paths[name] = root / name
+    for name, tags in BAD_TAGS.items():  # token datasets whose tags are refused
+        (root / name).mkdir()
+        for split in ("train", "validation"):
+            pd.DataFrame({"tokens": [["anna", "visited", "paris"], ["the", "city"]] * 4,
+                          "ner_tags": tags * 4}).to_parquet(root / name / f"{split}.parquet")
         paths[name] = root / name
     (root / "not_a_folder").write_text("")
     (root / "corrupt.ckpt").write_bytes(b"PK\x03\x04 not a checkpoint")
@@ -109,6 +116,7 @@ BROKEN_CLASSIFIERS = {
     "wider_than_weights": edit_config(hidden_size=64, intermediate_size=128),
     "truncated": truncate_weights,
     "classifier_renamed_encoder": changed_weights(renamed_query),
+    "token_classifier": edit_config(architectures=["BertForTokenClassification"]),
 }
 
 
@@ -120,6 +128,19 @@ def train(paths, *overrides: str, run: str = "pretrained") -> list[str]:
 def fine_tune(paths, *overrides: str, run: str = "fine_tuned") -> list[str]:
     return fine_tuning(paths["data"], paths["pretrained"] / "hf_model",
                        paths[run] if run in paths else paths["root"] / run, "trainer.max_steps=2", *overrides)
+
+
+# Token datasets (two sentences, repeated) whose tag column is refused; tag ids of data=conll2003's label_names.
+BAD_TAGS = {"tags_as_text": ["B-PER O B-LOC", "O O"], "tags_too_few": [[1, 0], [0, 0]],
+            "tags_outside": [[1, 0, 12], [0, 0]], "tags_iob1_and_iob2": [[1, 0, 6], [0, 0]]}
+
+
+def tag(paths, data: str, *overrides: str) -> list[str]:
+    """`fine-tune` a token classifier from scratch on a token dataset of the root, with the pretrained vocabulary."""
+    return ["fine-tune", "+recipe=conll2003_scratch", f"data.tokenizer={paths['pretrained'] / 'hf_model'}",
+            f"data.source={paths[data] if data in paths else data}", *TINY_MODEL, "data.batch_size=4",
+            "data.max_seq_length=32", "trainer.max_steps=2", *FP32, *QUIET,
+            f"hydra.run.dir={paths['root'] / 'new' / 'run'}", *overrides]
 
 
 def glue(paths, checkpoint: str, *overrides: str) -> list[str]:
@@ -448,6 +469,22 @@ CASES = [
      "this recipe is for `python -m bertlab fine-tune`"),
     ("prepare data with a key nothing reads", lambda p: ["prepare-data", "+recipe=mlm_tiny", "+max_steps=3"], 1,
      "unknown config key 'max_steps': nothing in bertlab reads it; did you mean trainer.max_steps?"),
+    # token classification: the tags of each row, and task, data and checkpoint that go together
+    ("tags that are no list", lambda p: tag(p, "tags_as_text"), 1,
+     "column 'ner_tags' of split 'train' of"),
+    ("fewer tags than words", lambda p: tag(p, "tags_too_few"), 1, "holds 2 tags at row 0 for its 3 words"),
+    ("a tag outside the tag set", lambda p: tag(p, "tags_outside"), 1,
+     "holds tag 12 at row 0, which is not one of label_names"),
+    ("IOB1 rows beside IOB2 rows", lambda p: tag(p, "tags_iob1_and_iob2"), 1,
+     "mixes IOB schemes: row 0 opens an entity with 'I-LOC' (IOB1) and row 0 with 'B-PER'"),
+    ("tag names of two schemes", lambda p: tag(p, "tags_too_few", "data.label_names=[O,S-PER,L-PER]"), 1,
+     "data.label_names mix tagging schemes: 'S-PER' (IOBES) beside 'L-PER' (BILOU)"),
+    ("tagged words with the sentence task", lambda p: tag(p, "tags_too_few", "task=classification"), 1,
+     "holds a tag per word: fine-tune it with task=token_classification"),
+    ("sentences with the token task", lambda p: fine_tune(p, "task=token_classification", run="new/run"), 1,
+     "task=token_classification tags words: give it a token dataset such as data=conll2003"),
+    ("a token classifier given to heads", lambda p: ["heads", str(p["token_classifier"]), *data(p)], 1,
+     "a token classifier (BertForTokenClassification), not a sentence classifier"),
     *([("a GPU run on a machine without one", lambda p: train(p, "trainer.accelerator=gpu", run="new"), 1,
         "trainer.accelerator=gpu: this machine has no GPU that torch can use")] if not torch.cuda.is_available() else []),
 ]

@@ -38,6 +38,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     combinations.check_embedding_student(config)
     combinations.check_copy_pairs(config)
     combinations.check_compile_mode(config)
+    combinations.check_token_task(config)
     check_tokenizer_options(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:

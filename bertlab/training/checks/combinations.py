@@ -45,3 +45,15 @@ def check_compile_mode(config: DictConfig) -> None:
     compile_mode = OmegaConf.select(config, "task.compile_mode", default=None)
     if compile_mode is not None and not OmegaConf.select(config, "task.compile", default=False):
         raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
+
+
+def check_token_task(config: DictConfig) -> None:
+    """A token classifier reads tagged words, a sentence classifier labelled texts: task and data go in pairs."""
+    tagger = str(OmegaConf.select(config, "task._target_", default="")).endswith(".TokenClassificationModule")
+    data = str(OmegaConf.select(config, "data._target_", default=""))
+    if data.endswith(".TokenClassificationDataModule") and not tagger and config.get("command") == "fine-tune":
+        raise ConfigError(f"data={data.rsplit('.', 1)[-1]} holds a tag per word: fine-tune it with "
+                          f"task=token_classification (task._target_ is {OmegaConf.select(config, 'task._target_')})")
+    if tagger and not data.endswith(".TokenClassificationDataModule"):
+        raise ConfigError(f"task=token_classification tags words: give it a token dataset such as data=conll2003 "
+                          f"(data._target_ is {data})")
