@@ -27,7 +27,8 @@ from bertlab.tokenizer import special_token_ids
 def load_classifier(path: str) -> BertForSequenceClassification:
     """A fine-tuned classifier. A checkpoint without trained head weights (a masked-LM export, a
     classifier whose head tensors are missing or renamed) is refused: its head would be random."""
-    if "BertForTokenClassification" in (BertConfig.from_json_file(Path(path)).architectures or ()):
+    config = Path(path) / "config.json"  # a folder without one: from_pretrained says what is missing
+    if config.is_file() and "BertForTokenClassification" in (BertConfig.from_json_file(config).architectures or ()):
         raise CheckpointError(f"{path}: a token classifier (BertForTokenClassification), not a sentence classifier; "
                               f"`predict` and `evaluate` tag its words, the other commands need sentence labels")
     model = BertForSequenceClassification.from_pretrained(path)

@@ -24,7 +24,10 @@ TOKEN_CLASSIFIER = "BertForTokenClassification"
 
 
 def is_token_classifier(path: str) -> bool:
-    """Whether the checkpoint's config.json names a token classifier (BERT's, ModernBERT's or bertlab's)."""
+    """Whether the checkpoint's config.json names a token classifier (BERT's, ModernBERT's or bertlab's); a folder
+    without one is not (the sentence path's loader then says what is missing)."""
+    if not (Path(path) / "config.json").is_file():
+        return False
     return TOKEN_CLASSIFIER in (BertConfig.from_json_file(Path(path)).architectures or ())
 
 

@@ -101,10 +101,10 @@ def main(argv: list[str], prog: str) -> None:
     texts, pairs = read_inputs(args.texts, args.pair, args.file, args.column, args.text_pair_column)
     if not texts:
         parser.error("nothing to classify: give sentences as arguments or --file")
-    tokenizer = load_tokenizer(args.checkpoint)
     if is_token_classifier(args.checkpoint):
         model = load_token_classifier(args.checkpoint)
         check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
+        tokenizer = load_tokenizer(args.checkpoint)
         found = sentence_entities(model, tokenizer, texts, batch_size=args.batch_size,
                                   max_seq_length=args.max_seq_length)
         as_text = args.output is not None and args.output.suffix == ".csv"  # a CSV cell holds the list as JSON
@@ -113,5 +113,6 @@ def main(argv: list[str], prog: str) -> None:
         return
     model = load_classifier(args.checkpoint)
     check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
+    tokenizer = load_tokenizer(args.checkpoint)
     scores = predict(model, tokenizer, texts, pairs, batch_size=args.batch_size, max_seq_length=args.max_seq_length)
     write(records(texts, pairs, scores, model.config.id2label), args.output)

@@ -148,9 +148,11 @@ class TokenClassificationDataModule(ClassificationDataModule):
 
     def _selection_rows(self) -> tuple[np.ndarray, np.ndarray]:
         if self._selection is None:
-            rows = self._split_tags(self._loaded_split(self.train_split), self.train_split)
-            self._selection = split_selection(self._strata(rows), self.selection_fraction, self.selection_max_rows,
-                                              self.selection_seed)
+            loaded = self._loaded_split(self.train_split)
+            rows = self._split_tags(loaded, self.train_split)
+            sentences = [[" ".join(words)] for words in loaded[self.text_column]]
+            self._selection = split_selection(self._strata(rows), sentences, self.selection_fraction,
+                                              self.selection_max_rows, self.selection_seed)
         return self._selection
 
     def _strata(self, rows: list[np.ndarray]) -> np.ndarray:
