@@ -1,21 +1,25 @@
 """The one way tests run the bertlab command line — in this process (`run_in_process`: fast, no
 interpreter start-up, which costs ~10 s per run on a busy machine), as a child process waited for
 (`run_child`: a fresh interpreter, multi-process runs) or started in the background (`start_child`:
-to be killed) — with argument lists for tiny models on the synthetic data of conftest.py."""
+to be killed, at a moment of its own with `kill_moment`) — with argument lists for tiny models on the
+synthetic data of conftest.py."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 # Imported now, so that the log handlers these libraries add bind this session's stderr, not one test's.
 import datasets  # noqa: F401
+import lightning as L
 import lightning.pytorch  # noqa: F401
 import pandas as pd
 import pytest
@@ -117,6 +121,43 @@ def start_child(argv: list[str], log: Path) -> subprocess.Popen:
     with log.open("w") as handle:
         return subprocess.Popen([sys.executable, "-m", "bertlab", *argv], stdout=handle, stderr=subprocess.STDOUT,
                                 env=child_environment())
+
+
+class KillAfterCheckpoint(L.Callback):
+    """SIGKILLs its own process once the checkpoint of optimizer step `step` is written: at the start of the
+    next batch, or `delay` seconds later from a timer thread, at whatever the run is doing then."""
+
+    def __init__(self, step: int, delay: float):
+        self.step, self.delay = step, delay
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch, batch_idx: int) -> None:
+        if trainer.global_step != self.step:
+            return
+        if self.delay > 0:
+            threading.Timer(self.delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def kill_moment(step: int, delay: float = 0.0) -> list[str]:
+    """Overrides that make a run SIGKILL itself `delay` s after its step-`step` checkpoint (KillAfterCheckpoint).
+    The run keeps the moment however busy the machine is: a watcher polling the run folder from outside, scheduled
+    late, misses checkpoints written tens of ms apart (a tiny fine-tuning steps at ~250 steps/s on 2 cores)."""
+    name = "+callbacks.kill_moment"
+    return [f"{name}._target_={__name__}.{KillAfterCheckpoint.__qualname__}", f"{name}.step={step}",
+            f"{name}.delay={delay}"]
+
+
+def wait_for_kill(child: subprocess.Popen, log: Path, timeout: float = 900) -> None:
+    """Waits for `child`, started with `kill_moment`, and fails the test unless it died of SIGKILL."""
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        pytest.fail(f"{log}: still running after {timeout:.0f} s, killed")
+    assert child.returncode == -signal.SIGKILL, f"never reached its kill moment (exit {child.returncode}):\n" \
+                                                 f"{log.read_text()}"
 
 
 def sentiment_tokenizer(data_dir: Path, directory: Path) -> Path:

@@ -9,35 +9,21 @@ import csv
 import json
 import os
 import re
-import signal
-import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
 import torch
 from omegaconf import OmegaConf
 
-from tests.bertlab_runs import (FP32, fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256,
-                                start_child)
+from bertlab.training.run_folder import checkpoint_step
+from tests.bertlab_runs import (FP32, fine_tuning, kill_moment, pretraining, run_in_process, sentiment_tokenizer,
+                                sha256, start_child, wait_for_kill)
 
 # ~12 batches per epoch: 22 steps cross two epoch boundaries; a validation and a checkpoint every 4 steps.
 # Without metrics.png/json (slow to draw): resuming must not depend on them.
 SCHEDULE = ["+data.max_train_lines=40", "trainer.max_steps=22", "trainer.val_check_interval=4",
             "callbacks.artifacts=null"]
-KILL_AFTER = "step=8.ckpt"
 THROUGHPUT = re.compile(r"per_sec|^(train|validate)/(time|batches|samples|lengths)$")
-
-
-def kill_when_checkpointed(child: subprocess.Popen, checkpoints: Path, timeout: float = 240) -> None:
-    """SIGKILL `child` as soon as KILL_AFTER exists: mid-run, at whatever it is doing then."""
-    deadline = time.monotonic() + timeout
-    while not (checkpoints / KILL_AFTER).exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            return
-        time.sleep(0.005)
-    os.kill(child.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +39,12 @@ def runs(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
     outcome = run_in_process(args("first", "seed=0"))  # also fills the cache the others share
     assert outcome.code == 0, outcome.err
-    child = start_child(args("killed", "seed=0"), root / "killed.log")
-    killer = threading.Thread(target=kill_when_checkpointed, args=(child, root / "killed" / "lightning_checkpoints"))
-    killer.start()
+    child = start_child(args("killed", "seed=0", *kill_moment(step=8)), root / "killed.log")
     for name, seed in (("again", 0), ("other_seed", 1)):
         outcome = run_in_process(args(name, f"seed={seed}"))
         assert outcome.code == 0, outcome.err
-    killer.join()
-    child.wait(timeout=240)
-    assert child.returncode == -signal.SIGKILL, (root / "killed.log").read_text()
-    assert not (root / "killed" / "checkpoint").exists()  # it never finished
+    wait_for_kill(child, root / "killed.log")
+    assert not (root / "killed" / "hf_model").exists()  # it never finished
 
     killed_checkpoint = root / "killed" / "lightning_checkpoints" / "last.ckpt"
     outcome = run_in_process(args("forked", "seed=0", f"resume={killed_checkpoint}"))
@@ -149,41 +131,26 @@ def test_a_run_on_copied_pairs_validates_on_both_sets_and_resumes_bit_for_bit(ti
     assert weights(forked) == weights(first)
 
 
-# Kill moments: after the n-th write of last.ckpt (a validation every 4 of 22 steps), at once or a little later.
-KILL_MOMENTS = [(writes, delay) for writes in range(1, 6) for delay in (0.0, 0.03)]
+# Kill moments: after the n-th checkpoint (a validation every 4 steps), at once or a little later; 30 steps leave
+# 10 after the last moment, ~40 ms at the fastest pace seen (~250 steps/s), so a delayed kill still lands mid-run.
+KILL_MOMENTS = [(checkpoints, delay) for checkpoints in range(1, 6) for delay in (0.0, 0.03)]
 MOMENTS_ASKED = int(os.environ.get("BERTLAB_KILL_MOMENTS", "0"))
-
-
-def kill_after_writes(child: subprocess.Popen, last: Path, writes: int, delay: float, timeout: float = 240) -> None:
-    """SIGKILL `child` `delay` seconds after it has written `last` `writes` times (each write a new file)."""
-    deadline, seen, stamp = time.monotonic() + timeout, 0, None
-    while seen < writes:
-        if child.poll() is not None or time.monotonic() > deadline:
-            return
-        try:
-            status = last.stat()
-            if (status.st_ino, status.st_mtime_ns) != stamp:
-                stamp, seen = (status.st_ino, status.st_mtime_ns), seen + 1
-        except FileNotFoundError:
-            pass
-        time.sleep(0.002)
-    time.sleep(delay)
-    os.kill(child.pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(MOMENTS_ASKED < 1, reason="set BERTLAB_KILL_MOMENTS=N (1-10) to kill and resume each command at "
                                                "N moments, about 20 s each on 2 cores")
 @pytest.mark.parametrize("command", ["train", "fine-tune"])
-@pytest.mark.parametrize(("writes", "delay"), KILL_MOMENTS)
-def test_killed_at_any_moment_and_resumed_in_fastest_the_run_ends_bit_for_bit(command, writes, delay, tiny_data_dir,
-                                                                              tmp_path_factory):
+@pytest.mark.parametrize(("checkpoints", "delay"), KILL_MOMENTS)
+def test_killed_at_any_moment_and_resumed_in_fastest_the_run_ends_bit_for_bit(command, checkpoints, delay,
+                                                                              tiny_data_dir, tmp_path_factory):
     """The issue's scenario: the recipes' trainer.precision=fastest, an uninterrupted run and one killed at
     this moment and resumed with resume=auto end with the same weights and metrics.csv."""
-    if KILL_MOMENTS.index((writes, delay)) >= MOMENTS_ASKED:
+    if KILL_MOMENTS.index((checkpoints, delay)) >= MOMENTS_ASKED:
         pytest.skip(f"BERTLAB_KILL_MOMENTS={MOMENTS_ASKED} leaves this moment out")
     root = tmp_path_factory.getbasetemp() / f"kill_moments_{command}"
-    schedule = ["trainer.max_steps=22", "trainer.val_check_interval=4", "callbacks.artifacts=null"]
+    max_steps, interval = 30, 4
+    schedule = [f"trainer.max_steps={max_steps}", f"trainer.val_check_interval={interval}", "callbacks.artifacts=null"]
 
     def args(name: str, *overrides: str) -> list[str]:
         if command == "train":
@@ -200,11 +167,12 @@ def test_killed_at_any_moment_and_resumed_in_fastest_the_run_ends_bit_for_bit(co
     if not (first / "hf_model" / "model.safetensors").exists():
         outcome = run_in_process(args("first", "seed=0"))  # times the precisions once; every later run reads them
         assert outcome.code == 0, outcome.err
-    killed = root / f"killed_{writes}_{delay}"
-    child = start_child(args(killed.name, "seed=0"), root / f"{killed.name}.log")
-    kill_after_writes(child, killed / "lightning_checkpoints" / "last.ckpt", writes, delay)
-    child.wait(timeout=240)
-    assert child.returncode == -signal.SIGKILL, (root / f"{killed.name}.log").read_text()
+    killed = root / f"killed_{checkpoints}_{delay}"
+    step = checkpoints * interval
+    child = start_child(args(killed.name, "seed=0", *kill_moment(step, delay)), root / f"{killed.name}.log")
+    wait_for_kill(child, root / f"{killed.name}.log")
+    saved = checkpoint_step(killed / "lightning_checkpoints" / "last.ckpt")
+    assert saved == step if delay == 0 else step <= saved < max_steps
     outcome = run_in_process(args(killed.name, "seed=0", "resume=auto"))
     assert outcome.code == 0, outcome.err
     precisions = [OmegaConf.load(run / "config.yaml").trainer.precision for run in (first, killed)]
