@@ -28,10 +28,11 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 class RunCheckpoint(ModelCheckpoint):
-    """Lightning's ModelCheckpoint (every validation, the newest `save_top_k` kept, plus last.ckpt),
-    and last.ckpt also when training ends between two validations, so that a finished run can
-    always be resumed or extended from its final state. The loggers are flushed before each save.
-    Without a `dirpath`, checkpoints go to FOLDER in the Trainer's `default_root_dir` (the run folder)."""
+    """Lightning's ModelCheckpoint (every validation, the newest `save_top_k` kept), with last.ckpt written at
+    every validation, whether or not a top-k checkpoint was, and when training ends between two validations:
+    a killed run resumes from its last validation, and a finished one from its final state. The loggers are
+    flushed before each save. Without a `dirpath`, checkpoints go to FOLDER in the Trainer's `default_root_dir`
+    (the run folder)."""
 
     FOLDER = "lightning_checkpoints"
     LAST = f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
@@ -40,6 +41,14 @@ class RunCheckpoint(ModelCheckpoint):
         if self.dirpath is None:
             self.dirpath = os.path.join(trainer.default_root_dir, self.FOLDER)
         super().setup(trainer, pl_module, stage)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        super().on_validation_end(trainer, pl_module)
+        # Lightning 2.6 writes last.ckpt only beside a top-k save: a run keeping its best checkpoint by a metric
+        # (fine-tune) would resume from its last improvement, not from its last validation.
+        if (self.save_last and not self._should_skip_saving_checkpoint(trainer)
+                and not self._should_save_on_train_epoch_end(trainer)):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         # Lightning 2.6 has no public "save last now": its own on_train_end saves only when no checkpoint was.

@@ -1,5 +1,5 @@
 """The checkpoint plugin (bertlab.lit.checkpoints.AtomicCheckpointIO): a save stopped by a signal or a full disk
-leaves the previous checkpoint whole and loadable."""
+leaves the previous checkpoint whole and loadable; RunCheckpoint writes last.ckpt at every validation."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import os
 import random
 from pathlib import Path
 
+import lightning as L
 import pytest
 import torch
+from lightning.pytorch.demos.boring_classes import BoringModel
 
-from bertlab.lit.checkpoints import AtomicCheckpointIO
+from bertlab.lit.checkpoints import AtomicCheckpointIO, RunCheckpoint
+from bertlab.training.run_folder import checkpoint_step
 from tests.data.test_cache_entries import SEED
 
 
@@ -60,3 +63,33 @@ def test_a_checkpoint_save_that_runs_out_of_disk_space_leaves_the_previous_check
         monkeypatch.undo()
         assert path.read_bytes() == good and os.listdir(path.parent) == ["last.ckpt"]
         assert torch.load(path, weights_only=True)["global_step"] == 1
+
+
+class LastCheckpointReader(L.Callback):
+    """Reads, at the start of every batch after a validation, the step last.ckpt was saved at."""
+
+    def __init__(self, checkpoints: Path):
+        self.checkpoints, self.last_steps = checkpoints, []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step and trainer.global_step % trainer.val_check_interval == 0:
+            self.last_steps.append(checkpoint_step(self.checkpoints / RunCheckpoint.LAST))
+
+
+class ScoredModel(BoringModel):
+    def validation_step(self, batch, batch_idx):
+        self.log("val/accuracy", 0.5)  # never improves after the first validation
+
+
+def test_last_checkpoint_is_written_at_every_validation_when_the_best_is_kept_by_a_metric(tmp_path):
+    """A fine-tune keeps its best checkpoint by val/accuracy; a kill after a validation that did not improve it
+    must still resume from that validation (Lightning alone writes last.ckpt only beside a new best)."""
+    checkpoints = tmp_path / RunCheckpoint.FOLDER
+    reader = LastCheckpointReader(checkpoints)
+    trainer = L.Trainer(max_steps=7, val_check_interval=2, check_val_every_n_epoch=None, limit_val_batches=1,
+                        logger=False, enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+                        callbacks=[RunCheckpoint(monitor="val/accuracy", mode="max", save_top_k=1, filename="best",
+                                                 save_last=True), reader])
+    trainer.fit(ScoredModel())
+    assert reader.last_steps == [2, 4, 6]
+    assert checkpoint_step(checkpoints / "best.ckpt") == 2 and checkpoint_step(checkpoints / RunCheckpoint.LAST) == 7
