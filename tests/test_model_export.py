@@ -47,6 +47,29 @@ def test_onnx_export_runs_in_onnxruntime_as_in_torch(class_name, tmp_path):
         torch.testing.assert_close(torch.from_numpy(theirs), ours, atol=1e-4, rtol=0)
 
 
+class TupleOutputs(torch.nn.Module):
+    """docs/model_api.md's wrapper for torch.onnx's TorchScript exporter, which takes tuples only as outputs."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        return self.model(*inputs).to_tuple()
+
+
+@pytest.mark.slow
+def test_the_torchscript_onnx_exporter_takes_a_model_wrapped_to_return_tuples(tmp_path):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    model, inputs = model_and_inputs("BertForSequenceClassification")
+    torch.onnx.export(TupleOutputs(model).eval(), inputs, tmp_path / "model.onnx", dynamo=False,
+                      input_names=list(INPUT_NAMES), output_names=["logits"])
+    assert not model.training  # the exporter puts every module back in the wrapper's mode
+    session = onnxruntime.InferenceSession(tmp_path / "model.onnx")
+    logits, = session.run(None, {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs)})
+    torch.testing.assert_close(torch.from_numpy(logits), model(*inputs).logits, atol=1e-5, rtol=0)
+
+
 def test_every_argument_can_be_passed_by_position():
     """torch.onnx's TorchScript exporter (dynamo=False) passes a forward's arguments by position, defaults too."""
     model, inputs = model_and_inputs("BertForSequenceClassification")
