@@ -97,6 +97,8 @@ def test_the_plain_text_measure_is_summarised_and_drawn_against_its_unigram_mode
     assert summary["final"]["text/perplexity_ratio"] == pytest.approx(math.exp(5.6) / 1000)
     assert summary["best"]["text/perplexity_ratio"] == {"value": pytest.approx(math.exp(5.6) / 1000), "step": 399}
     assert summary["final"]["text/unigram_perplexity"] == 1000.0
+    lines = run_summary(tmp_path, 1.0).splitlines()  # the terminal's summary at the end of the run
+    assert f"text/perplexity_ratio: {math.exp(7.2) / 1000:.4g} (step 99) → {math.exp(5.6) / 1000:.4g} (step 399)" in lines
     panels = dict(plot_panels(frame))
     assert panels["perplexity"] == ["val/perplexity", "text/perplexity"]
     assert panels["text/perplexity_ratio"] == ["text/perplexity_ratio"]

@@ -211,6 +211,23 @@ def test_token_counts_count_every_training_token(tiny_corpus, tmp_path):
     assert counts[special_token_ids(module.tokenizer)["cls"]] == len(sequences)
 
 
+def test_a_pass_of_the_training_loader_holds_every_corpus_token_once(tiny_corpus, tmp_path):
+    """Plain text as the recipes pack it (short sequences too, batches of unequal rows): the rows one epoch of
+    the loader gives, stripped of padding, are the packed rows, each once, and those hold the corpus in order."""
+    module = make_module(tiny_corpus, tmp_path, short_seq_prob=0.1)
+    packed = [tuple(row) for row in module.datasets["train"]["input_ids"]]
+    module.batch_size = next(size for size in range(5, 16) if len(packed) % size)  # a short last batch, to keep
+    passed = [tuple(ids[mask.bool()].tolist()) for batch in module.train_dataloader()
+              for ids, mask in zip(batch["input_ids"], batch["attention_mask"])]
+    assert sorted(passed) == sorted(packed) and passed != packed  # shuffled, none lost or repeated
+    sentences = [sentence for document in group_documents((tiny_corpus / "train.txt").read_text().split("\n"))
+                 for sentence in document]
+    corpus_ids = [token for encoding in module.tokenizer.encode_batch(sentences, add_special_tokens=False)
+                  for token in encoding.ids]
+    specials = set(special_token_ids(module.tokenizer).values())
+    assert [token for row in packed for token in row if token not in specials] == corpus_ids
+
+
 # --- batches -----------------------------------------------------------------------------------
 
 
