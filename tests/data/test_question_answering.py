@@ -41,8 +41,8 @@ def tokenizer_dir(tmp_path_factory) -> Path:
 
 
 def datamodule(source: Path, tokenizer_dir: Path, **options) -> QuestionAnsweringDataModule:
-    return QuestionAnsweringDataModule(str(source), str(tokenizer_dir), batch_size=4, eval_batch_size=4,
-                                       **{"max_seq_length": 64, "doc_stride": 16, **options})
+    return QuestionAnsweringDataModule(str(source), str(tokenizer_dir), **{
+        "batch_size": 4, "eval_batch_size": 4, "max_seq_length": 64, "doc_stride": 16, **options})
 
 
 def window_texts(data: QuestionAnsweringDataModule, split: str) -> list[str]:
