@@ -26,14 +26,12 @@ import datasets
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader
 
-from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.batches import collate
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.sources import SPLIT_NAMES, load_dataset_source, require_columns
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
 from bertlab.span_decoding import OUTSIDE_CONTEXT
-from bertlab.tokenizer import special_token_ids
 from bertlab.value_rules import Count, SequenceLength, Workers, checks_arguments
 
 COLUMNS = ("id", "question", "context", "answers")
@@ -202,6 +200,8 @@ class QuestionAnsweringDataModule(ClassificationDataModule):
     whole). Batching and the resumable training order are ClassificationDataModule's; validation is scored
     on the validation split's questions (`validation_questions`)."""
 
+    collate_rows = staticmethod(collate_spans)
+
     def __init__(self, source: str, tokenizer: str | Tokenizer, *, train_split: str = "train",
                  validation_split: str = "validation", test_split: str | None = None,
                  max_seq_length: SequenceLength = 384, doc_stride: Count | None = 128, batch_size: Count = 32,
@@ -225,18 +225,6 @@ class QuestionAnsweringDataModule(ClassificationDataModule):
     def validation_questions(self) -> list[list[Question]]:
         """The questions of each validation loader, in loader order."""
         return [self.questions(self.validation_split)]
-
-    def train_dataloader(self) -> DataLoader:
-        return length_grouped_dataloader(self.datasets[self.train_split], self, self.batch_size, self.seed,
-                                         pad_token_id=special_token_ids(self.tokenizer)["pad"],
-                                         num_workers=self.num_workers, collate_rows=collate_spans)
-
-    def _eval_dataloader(self, split: str | None) -> DataLoader:
-        if split is None or split not in self.datasets:
-            raise ConfigError(f"split {split!r} is not set up: call setup() with the stage that uses it")
-        return length_sorted_dataloader(self.datasets[split], self.eval_batch_size,
-                                        pad_token_id=special_token_ids(self.tokenizer)["pad"],
-                                        num_workers=self.num_workers, collate_rows=collate_spans)
 
     def _loaded_split(self, split: str) -> datasets.Dataset:
         if self._raw is None:
