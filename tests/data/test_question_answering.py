@@ -109,7 +109,8 @@ def test_a_context_too_long_without_a_stride_is_refused(tmp_path, tokenizer_dir)
     (lambda d: d["data"][0]["paragraphs"][0]["qas"][1]["answers"][0].update(answer_start=3),
      "the answer 'rome' of question 'q1' is not at its answer_start 3; the context there reads 'a li'"),
     (lambda d: d["data"][0]["paragraphs"][0].pop("context"), "article 0, paragraph 0 has no key 'context'"),
-    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0].pop("question"), "paragraph 0, question 0 has no key 'question'"),
+    (lambda d: d["data"][0]["paragraphs"][0]["qas"][0].pop("question"),
+     "paragraph 0, question 0 has no key 'question'"),
 ])
 def test_bad_rows_are_refused_in_one_line(tmp_path, tokenizer_dir, change, message):
     document = squad_document()

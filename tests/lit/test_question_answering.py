@@ -35,8 +35,8 @@ def test_it_learns_the_answers_and_logs_exact_match_and_f1(tmp_path):
     save_tokenizer(train_tokenizer(texts, vocab_size=60, min_frequency=1), tmp_path / "tokenizer")
     data = datamodule(write_squad(tmp_path / "squad", people_document(16)), tmp_path / "tokenizer", batch_size=8)
     data.setup("fit")
-    config = tiny_config(vocab_size=data.tokenizer.get_vocab_size(), pad_token_id=special_token_ids(data.tokenizer)["pad"],
-                         max_position_embeddings=64)
+    config = tiny_config(vocab_size=data.tokenizer.get_vocab_size(),
+                         pad_token_id=special_token_ids(data.tokenizer)["pad"], max_position_embeddings=64)
     module = QuestionAnsweringModule(config, optimizer=adamw(lr=1e-2), max_answer_length=4)
     run = trainer(tmp_path, max_steps=40, val_check_interval=10, check_val_every_n_epoch=None)
     run.fit(module, datamodule=data)

@@ -51,7 +51,8 @@ def check_compile_mode(config: DictConfig) -> None:
 PAIRED_TASKS = ((".TokenClassificationModule", ".TokenClassificationDataModule", "token_classification",
                  "tags words", "holds a tag per word", "a token dataset such as data=conll2003"),
                 (".QuestionAnsweringModule", ".QuestionAnsweringDataModule", "question_answering",
-                 "answers questions with spans", "holds questions with answer spans", "a SQuAD dataset such as data=squad"))
+                 "answers questions with spans", "holds questions with answer spans",
+                 "a SQuAD dataset such as data=squad"))
 
 
 def check_token_task(config: DictConfig) -> None:
