@@ -102,3 +102,20 @@ def sst2_results(args: argparse.Namespace, model_dir: str, model_name: str, devi
         texts = inference.validation_sentences(sst2_dir, args.inference_sentences)
         results += progress.show(inference.compare(model_dir, model_name, texts, device, precisions, args.repeats))
     return results
+
+
+def conll_results(args: argparse.Namespace, model_dir: str, model_name: str, device: torch.device,
+                  precisions: list[str], progress: Progress) -> list:
+    """The fine-tuning section's token-classification row (bertlab.bench.token_classification), on CoNLL-2003."""
+    from bertlab.bench import token_classification
+
+    conll_dir = Path(args.data_dir) / "conll2003"
+    if "fine-tuning" not in args.sections:
+        return []
+    if not any(conll_dir.glob("train*")):
+        print(f"skipping token-classification fine-tuning: no CoNLL-2003 at {conll_dir} (set BERTLAB_DATA_DIR or "
+              f"--data-dir to a folder laid out like shared/data)", file=sys.stderr)
+        return []
+    setup = token_classification.TaggingSetup(conll_dir, model_dir, model_name, device, args.fine_tune_steps,
+                                              args.warmup, batch_size=args.batch_size)
+    return progress.show(token_classification.compare(setup, precisions, args.repeats))

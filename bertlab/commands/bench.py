@@ -3,7 +3,7 @@ Face transformers on this machine, in one process, the two systems measured in t
 
 Sections: MLM pretraining steps (bert_tiny/mini/small, transformers' stock BertForMaskedLM as
 run_mlm.py trains it), the ModernBERT-shaped step (bert_tiny/mini sizes against ModernBertForMaskedLM), SST-2 fine-tuning (all-MiniLM-L6-v2; transformers with dynamic and with
-fixed padding), inference (`predict` vs a text-classification pipeline), and the fraction of the
+fixed padding) and CoNLL-2003 token classification (against BertForTokenClassification), inference (`predict` vs a text-classification pipeline), and the fraction of the
 measured matmul peak the pretraining steps reach (and, on a GPU bertlab.flops lists, MFU against its
 datasheet peak). On a GPU: --device cuda --precisions bf16 --compile --sizes bert_base,bert_large.
 Needs the dev extra: pip install -e ".[dev]".
@@ -19,7 +19,7 @@ import torch
 
 from bertlab.allocator import keep_freed_memory
 from bertlab.bench.machine import datasheet_peaks, machine_info, quiet_libraries, require_dev_extra, resolve_device
-from bertlab.bench.sections import Progress, modernbert_results, pretraining_results, sst2_results
+from bertlab.bench.sections import Progress, conll_results, modernbert_results, pretraining_results, sst2_results
 from bertlab.commands.arguments import ArgumentParser, positive_int
 from bertlab.training.precision import native_bf16
 
@@ -122,6 +122,7 @@ def main(argv: list[str], prog: str) -> None:
     if "modernbert" in args.sections:
         results += modernbert_results(args, model_dir, device, precisions, progress)
     results += sst2_results(args, model_dir, model_name, device, precisions, progress)
+    results += conll_results(args, model_dir, model_name, device, precisions, progress)
     report.add_ratios(results, peaks, datasheet)
     if hasattr(os, "getloadavg"):
         machine["load average at end (1 min)"] = f"{os.getloadavg()[0]:.2f}"

@@ -1,7 +1,8 @@
 """`python -m bertlab evaluate CHECKPOINT [--data SOURCE] [--split validation] [--output F]`:
 a fine-tuned checkpoint's metrics on a dataset split or a file, printed and written as JSON. Without --data,
 the data its fine-tuning run validated on (the run folder's config.yaml), with that run's columns. For a token
-classifier, entity precision, recall and F1 with the per-type table (bertlab.token_inference)."""
+classifier, entity precision, recall and F1 with the per-type table (bertlab.token_inference); for a
+question-answering checkpoint, SQuAD's exact match and F1 (bertlab.qa_inference)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bertlab.errors import UsageError
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
 from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS
+from bertlab.qa_inference import is_span_head, load_span_head, split_squad_scores
 from bertlab.tables import markdown_table
 from bertlab.token_inference import is_token_classifier, load_token_classifier, split_entity_scores
 from bertlab.training.app import local_copy
@@ -72,7 +74,11 @@ def main(argv: list[str], prog: str) -> None:
     data = local_copy(args.data or recorded["source"])
     options = labelled_data_options(args, recorded)
     types = None
-    if is_token_classifier(args.checkpoint):
+    if is_span_head(args.checkpoint):
+        model = load_span_head(args.checkpoint)
+        check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
+        metrics = split_squad_scores(args.checkpoint, model, data, split=options["split"], batch_size=args.batch_size)
+    elif is_token_classifier(args.checkpoint):
         # The sentence defaults of the column options name a token dataset's columns here.
         options |= {"text_column": "tokens" if options["text_column"] == "sentence" else options["text_column"],
                     "label_column": "ner_tags" if options["label_column"] == "label" else options["label_column"]}

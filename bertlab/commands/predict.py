@@ -1,6 +1,7 @@
 """`python -m bertlab predict CHECKPOINT [TEXT … [--pair TEXT …]] [--file F [--column C] [--text-pair-column C]]
 [--output F]`: label and probabilities per input, in input order, as JSON lines (stdout) or a .jsonl/.csv file.
-A pair task (RTE, MRPC, …) takes each text's second text from one `--pair` per text, or from a column of the file."""
+A pair task (RTE, MRPC, …) takes each text's second text from one `--pair` per text, or from a column of the file;
+a question-answering checkpoint takes questions as the texts and their contexts as the pairs, and gives answers."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError, UsageError
 from bertlab.hf_format import write_atomically
 from bertlab.inference import load_classifier, predict
+from bertlab.qa_inference import answer, is_span_head, load_span_head
 from bertlab.token_inference import is_token_classifier, load_token_classifier, sentence_entities
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
@@ -101,6 +103,16 @@ def main(argv: list[str], prog: str) -> None:
     texts, pairs = read_inputs(args.texts, args.pair, args.file, args.column, args.text_pair_column)
     if not texts:
         parser.error("nothing to classify: give sentences as arguments or --file")
+    if is_span_head(args.checkpoint):
+        if pairs is None:
+            raise UsageError(f"{args.checkpoint} answers questions from a context: give each question's context "
+                             f"with --pair (or --text-pair-column for a --file)")
+        model = load_span_head(args.checkpoint)
+        check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)
+        answers = answer(model, load_tokenizer(args.checkpoint), texts, pairs, batch_size=args.batch_size)
+        write([{"question": question, "context": context} | found
+               for question, context, found in zip(texts, pairs, answers)], args.output)
+        return
     if is_token_classifier(args.checkpoint):
         model = load_token_classifier(args.checkpoint)
         check_weights_fit(model.load_report, args.checkpoint, args.allow_reinitialised, ALLOW_FLAG)

@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from bertlab.config import SIZE_LIMITS
-from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import column_values, tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.selection import split_selection
@@ -64,6 +64,8 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     training position is part of `state_dict()` (saved in Lightning checkpoints), so a run resumed
     mid-epoch continues with the batches it had not trained on yet.
     """
+
+    collate_rows = staticmethod(collate)  # pads a batch's rows (a token or span task's pads its targets too)
 
     def __init__(
         self,
@@ -151,7 +153,7 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         return length_grouped_dataloader(self.datasets[self.train_split], self, self.batch_size, self.seed,
                                          pad_token_id=special_token_ids(self.tokenizer)["pad"],
-                                         num_workers=self.num_workers)
+                                         num_workers=self.num_workers, collate_rows=self.collate_rows)
 
     def val_dataloader(self) -> DataLoader | list[DataLoader]:
         """The validation split's batches; after those of the selection split when there is one."""
@@ -173,6 +175,7 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
             self.eval_batch_size,
             pad_token_id=special_token_ids(self.tokenizer)["pad"],
             num_workers=self.num_workers,
+            collate_rows=self.collate_rows,
         )
 
     def texts(self, split: str) -> tuple[list[str], list[str] | None]:

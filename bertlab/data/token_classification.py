@@ -20,9 +20,8 @@ import datasets
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from torch.utils.data import DataLoader
 
-from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.batches import collate
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import truncate_without_padding
 from bertlab.data.selection import split_selection
@@ -30,7 +29,6 @@ from bertlab.data.sources import require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.model import IGNORE_INDEX
 from bertlab.ner_metrics import OUTSIDE, check_iob_use, tag_scheme
-from bertlab.tokenizer import special_token_ids
 from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers, checks_arguments
 
 PIECE_LABELS = "piece_labels"  # the tokenized rows' column: a tag id per piece, -100 where nothing is scored
@@ -85,6 +83,8 @@ class TokenClassificationDataModule(ClassificationDataModule):
     I-PER, …); null reads them from the hub's Sequence(ClassLabel) column. Batching, the selection split and the
     resumable training order are those of ClassificationDataModule."""
 
+    collate_rows = staticmethod(collate_tokens)
+
     def __init__(
         self,
         source: str,
@@ -124,18 +124,6 @@ class TokenClassificationDataModule(ClassificationDataModule):
             raise ConfigError(f"data.label_names is not set and {self.source!r} has not been read yet (its "
                               f"column {self.label_column!r} names no tags); list the tags in id order")
         return list(self._label_names)
-
-    def train_dataloader(self) -> DataLoader:
-        return length_grouped_dataloader(self.datasets[self.train_split], self, self.batch_size, self.seed,
-                                         pad_token_id=special_token_ids(self.tokenizer)["pad"],
-                                         num_workers=self.num_workers, collate_rows=collate_tokens)
-
-    def _eval_dataloader(self, split: str | None) -> DataLoader:
-        if split is None or split not in self.datasets:
-            raise ConfigError(f"split {split!r} is not set up: call setup() with the stage that uses it")
-        return length_sorted_dataloader(self.datasets[split], self.eval_batch_size,
-                                        pad_token_id=special_token_ids(self.tokenizer)["pad"],
-                                        num_workers=self.num_workers, collate_rows=collate_tokens)
 
     def words(self, split: str) -> list[list[str]]:
         """The words of a split's sentences in row order (the order of the batches' `index`)."""

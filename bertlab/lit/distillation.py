@@ -33,7 +33,8 @@ from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule, labelled_rows
 from bertlab.data.encoding import column_values
 from bertlab.errors import ConfigError
-from bertlab.lit.classification import ClassificationModule, LayerwiseDecay, validation_metrics
+from bertlab.lit.classification import ClassificationModule, validation_metrics
+from bertlab.lit.fine_tuning import LayerwiseDecay
 from bertlab.lit.optim import configure_optimization
 from bertlab.model import BertForSequenceClassification
 from bertlab.teacher import folders as teacher_folders
@@ -154,7 +155,7 @@ class DistillationModule(ClassificationModule):
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         labels, rows = batch["labels"], batch["index"]
-        output = self._forward(batch, labels if self.every_row_labelled else None,
+        output = self._forward(batch, labels=labels if self.every_row_labelled else None,
                                output_hidden_states=bool(self.layer_pairs))
         terms = {}  # name: (weight, unweighted loss)
         if self.alpha < 1:

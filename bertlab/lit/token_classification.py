@@ -3,21 +3,15 @@ entities (bertlab.ner_metrics), and `EntityTable`, the per-type table of the bes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import lightning as L
 import torch
 import torch.distributed as dist
 
-from bertlab.config import BertConfig
-from bertlab.errors import ConfigError
-from bertlab.flops import encoder_forward_flops
-from bertlab.lit.classification import LayerwiseDecay, freeze_parameters
-from bertlab.lit.model_flops import ModelFlopsPerBatch
-from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
-from bertlab.lit.saved_task import RecordsTask
+from bertlab.lit.fine_tuning import FineTuningModule, per_piece_forward_flops
 from bertlab.metrics import best_point, read_metrics, series
 from bertlab.model import IGNORE_INDEX, BertForTokenClassification
 from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS, entity_scores, tag_scheme
@@ -49,63 +43,33 @@ def gathered(rows: list) -> list:
 
 
 @checks_arguments
-class TokenClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
+class TokenClassificationModule(FineTuningModule):
     """A tag per word: `config` (BertConfig or its dict) builds a fresh model, or a command passes a loaded
     `model`; its `id2label` are the tags (O, B-PER, …). `scoring` reads the tags as conlleval does (papers'
     figure) or strictly (bertlab.ner_metrics). Validation logs entity precision, recall and F1 and word
     accuracy as val/… (and dev/… for a second loader), and the per-type scores of the last loader (the
-    validation split) under entity/. `optimizer`, `scheduler`, `layerwise_lr_decay`, `freeze`: as
-    ClassificationModule's."""
+    validation split) under entity/. The other arguments: FineTuningModule's."""
 
-    model_class = BertForTokenClassification  # what bertlab.training.modules builds for this task
+    model_class = BertForTokenClassification
 
-    def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
-                 optimizer: Callable[..., torch.optim.Optimizer] | None = None,
-                 scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,
-                 layerwise_lr_decay: LayerwiseDecay | None = None,
-                 model: BertForTokenClassification | None = None, compile: bool = False, freeze: Sequence[str] = (),
-                 scoring: Annotated[str, OneOf(*SCORINGS)] = "conlleval"):
-        super().__init__()
-        if model is None:
-            if config is None:
-                raise ConfigError("TokenClassificationModule needs a model config or a loaded model; got neither")
-            model = BertForTokenClassification(
-                config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config)))
-        config = model.config.to_dict()  # saved as a plain dict: checkpoints need no bertlab class
-        self.save_hyperparameters(ignore=["optimizer", "scheduler", "model"])
-        self.optimizer_factory = optimizer
-        self.scheduler_factory = scheduler
-        self.model = model
-        freeze_parameters(model, freeze)
-        if compile:
-            self.model.compile()
-        self.label_names = [(model.config.id2label or {}).get(i, f"LABEL_{i}") for i in range(model.config.num_labels)]
+    def __init__(self, *args: Any, scoring: Annotated[str, OneOf(*SCORINGS)] = "conlleval", **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.keep_options(scoring=scoring)
+        config = self.model.config
+        self.label_names = [(config.id2label or {}).get(i, f"LABEL_{i}") for i in range(config.num_labels)]
         self.scheme = tag_scheme(self.label_names)
         self.scoring = scoring
         self._rows: dict[int, tuple[list, list]] = {}  # per validation loader: (gold, predicted) tag rows
 
     def forward_flops(self, batch_size: int, length: int) -> float:
-        config = self.model.config
-        hidden, positions = config.hidden_size, batch_size * length
-        head = 0 if self.model.head is None else 2 * positions * hidden * hidden
-        return encoder_forward_flops(config, batch_size, length) + head + 2 * positions * hidden * config.num_labels
-
-    def _forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor | None = None):
-        self.count_batch(batch)
-        return self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                          token_type_ids=batch.get("token_type_ids"), labels=labels)
-
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        loss = self._forward(batch, batch["labels"]).loss
-        self.log("train/loss", loss, prog_bar=True, batch_size=batch["labels"].shape[0])
-        return loss
+        return per_piece_forward_flops(self.model, batch_size, length)
 
     def on_validation_epoch_start(self) -> None:
         self._rows = {}
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         labels = batch["labels"]
-        output = self._forward(batch, labels)
+        output = self._forward(batch, labels=labels)
         gold, predicted = word_tags(output.logits, labels, self.label_names)
         rows = self._rows.setdefault(dataloader_idx, ([], []))
         rows[0].extend(gold)
@@ -129,10 +93,6 @@ class TokenClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, Re
     def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> dict:
         """Tag probabilities per piece, with the batch's `index` so rows can be put back in dataset order."""
         return {"probabilities": self._forward(batch).logits.float().softmax(-1), "index": batch["index"]}
-
-    def configure_optimizers(self) -> dict:
-        return configure_optimization(self, self.optimizer_factory, self.scheduler_factory,
-                                      self.hparams.layerwise_lr_decay)
 
     def configure_callbacks(self) -> list[L.Callback]:
         return [EntityTable()]

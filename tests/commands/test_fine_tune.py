@@ -55,3 +55,23 @@ def test_a_dropout_override_with_init_from_reaches_the_model(masked_lm, tiny_dat
     assert saved["hidden_dropout_prob"] == 0.3
     assert saved["attention_probs_dropout_prob"] == 0.1  # not overridden: the checkpoint's own
     assert json.loads((masked_lm / "config.json").read_text())["hidden_dropout_prob"] == 0.1
+
+
+def test_squad_fine_tuning_writes_exact_match_and_f1_and_exports_a_span_head(tmp_path, capsys):
+    from tests.data.test_question_answering import write_squad
+    from tests.lit.test_question_answering import CITIES, NAMES, people_document
+
+    texts = [f"where does {name} live ? {name} lives in {city} ." for name in NAMES for city in CITIES]
+    save_tokenizer(train_tokenizer(texts, vocab_size=60, min_frequency=1), tmp_path / "tokenizer")
+    squad = write_squad(tmp_path / "squad", people_document(8))
+    outcome = run_in_process(["fine-tune", "+recipe=squad_minilm", "model.init_from=null",
+                              f"data.tokenizer={tmp_path / 'tokenizer'}", f"data.source={squad}",
+                              "data.max_seq_length=64", "data.doc_stride=16", "data.batch_size=4",
+                              "model.hidden_size=32", "model.num_hidden_layers=1", "model.num_attention_heads=2", "model.intermediate_size=64",
+                              "trainer.max_epochs=2", "trainer.val_check_interval=2", "trainer.precision=32-true",
+                              f"paths.output_dir={tmp_path / 'out'}"], capsys)
+    assert outcome.code == 0, outcome.err
+    run = tmp_path / "out" / "squad_minilm" / "latest"
+    metrics = pd.read_csv(run / "metrics.csv").dropna(subset=["val/f1"])
+    assert len(metrics) == 2 and metrics[["val/exact_match", "val/f1"]].stack().between(0, 1).all()
+    assert json.loads((run / "hf_model" / "config.json").read_text())["architectures"] == ["BertForQuestionAnswering"]

@@ -51,7 +51,7 @@ def command_of(name: str) -> str:
 @pytest.mark.parametrize("name", recipe_names())
 def test_recipe_composes_and_resolves(name, tmp_path, monkeypatch):
     monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
-    for local_copy in ("corpus", "corpus_large", "sst2", "glue/mrpc", "conll2003"):
+    for local_copy in ("corpus", "corpus_large", "sst2", "glue/mrpc", "conll2003", "squad"):
         (tmp_path / "data" / local_copy).mkdir(parents=True, exist_ok=True)
     cfg = compose_recipe(name, command_of(name), tmp_path)
     assert cfg.command == command_of(name) and cfg.name == name

@@ -47,13 +47,22 @@ def check_compile_mode(config: DictConfig) -> None:
         raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
 
 
+# A task that reads its own kind of data, and the data: (module, data module, task option, what it does, data to give).
+PAIRED_TASKS = ((".TokenClassificationModule", ".TokenClassificationDataModule", "token_classification",
+                 "tags words", "holds a tag per word", "a token dataset such as data=conll2003"),
+                (".QuestionAnsweringModule", ".QuestionAnsweringDataModule", "question_answering",
+                 "answers questions with spans", "holds questions with answer spans",
+                 "a SQuAD dataset such as data=squad"))
+
+
 def check_token_task(config: DictConfig) -> None:
-    """A token classifier reads tagged words, a sentence classifier labelled texts: task and data go in pairs."""
-    tagger = str(OmegaConf.select(config, "task._target_", default="")).endswith(".TokenClassificationModule")
+    """A token classifier reads tagged words, a span head questions with answers, a sentence classifier labelled
+    texts: task and data go in pairs."""
+    task = str(OmegaConf.select(config, "task._target_", default=""))
     data = str(OmegaConf.select(config, "data._target_", default=""))
-    if data.endswith(".TokenClassificationDataModule") and not tagger and config.get("command") == "fine-tune":
-        raise ConfigError(f"data={data.rsplit('.', 1)[-1]} holds a tag per word: fine-tune it with "
-                          f"task=token_classification (task._target_ is {OmegaConf.select(config, 'task._target_')})")
-    if tagger and not data.endswith(".TokenClassificationDataModule"):
-        raise ConfigError(f"task=token_classification tags words: give it a token dataset such as data=conll2003 "
-                          f"(data._target_ is {data})")
+    for module, data_module, option, does, holds, example in PAIRED_TASKS:
+        if data.endswith(data_module) and not task.endswith(module) and config.get("command") == "fine-tune":
+            raise ConfigError(f"data={data.rsplit('.', 1)[-1]} {holds}: fine-tune it with task={option} "
+                              f"(task._target_ is {OmegaConf.select(config, 'task._target_')})")
+        if task.endswith(module) and not data.endswith(data_module):
+            raise ConfigError(f"task={option} {does}: give it {example} (data._target_ is {data})")
