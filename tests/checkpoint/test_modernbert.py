@@ -21,7 +21,6 @@ import torch.nn.functional as F
 
 from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                      BertForSequenceClassification, BertForTokenClassification, BertModel)
-from bertlab.modernbert_format import to_modernbert_state
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -228,6 +227,8 @@ def test_a_modernbert_export_reads_back_into_bertlab_with_the_same_config_and_we
 
 BLOCK_BERTLAB = """
 import importlib.abc, sys
+
+from bertlab.checkpoint.modernbert import to_state
 class NoBertlab(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split(".")[0] == "bertlab":
