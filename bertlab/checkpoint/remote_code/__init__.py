@@ -71,8 +71,8 @@ def remote_code_files() -> dict[str, str]:
     adapters = {path.name: path.read_text(encoding="utf-8")
                 for path in sorted(ADAPTERS.glob("*.py")) if path.name != "__init__.py"}
     imports = "".join(f"from .{name[:-3]} import __name__ as _{name[:-3]}  # noqa: F401\n" for name in sorted(carried))
-    adapters[MODELING_ADAPTER] += ("\n\n# Generated at export (bertlab.checkpoint.remote_code): the modules for transformers to copy.\n"
-                                   + imports)
+    adapters[MODELING_ADAPTER] += ("\n\n# Generated at export (bertlab.checkpoint.remote_code): the modules for "
+                                   "transformers to copy.\n" + imports)
     return {**adapters, **carried}
 
 
@@ -88,7 +88,8 @@ def saves(config: BertConfig, model_class: str) -> bool:
 def config_values(values: dict[str, Any]) -> dict[str, Any]:
     """BertConfig's fields from a remote-code config.json: bertlab's own, its architectures named as the
     export's classes (BertlabForMaskedLM) rather than bertlab's (BertForMaskedLM)."""
-    return {**values, "architectures": [name.replace("Bertlab", "Bert", 1) for name in values.get("architectures") or []]}
+    architectures = [name.replace("Bertlab", "Bert", 1) for name in values.get("architectures") or []]
+    return {**values, "architectures": architectures}
 
 
 def to_state(state: dict[str, torch.Tensor], config: BertConfig, model_class: str) -> dict[str, torch.Tensor]:
