@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from bertlab.errors import CheckpointError, ConfigError
-from bertlab.modernbert_format import as_bertlab_values
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 # sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
@@ -30,7 +29,6 @@ VARIANT_KEYS = ("rope_theta", "local_rope_theta", "norm_position", "first_attent
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 CONFIG_NAME = "config.json"
-REMOTE_CODE_MODEL_TYPE = "bertlab"  # config.json of an export that carries its modelling code (bertlab.remote_code)
 RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual",
                     "output_attentions", "output_hidden_states")
 # Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
@@ -290,23 +288,12 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
-        path = Path(path)
-        if path.is_dir():
-            path = path / CONFIG_NAME
-        if not path.is_file():
-            raise CheckpointError(f"{path}: no such file; a checkpoint directory needs a {CONFIG_NAME}")
-        try:
-            values = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise CheckpointError(f"{path}: malformed JSON ({error})") from None
-        if not isinstance(values, dict):
-            raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
-        values = as_bertlab_values(values)
-        if values.get("model_type") == REMOTE_CODE_MODEL_TYPE:  # architectures name the remote-code classes
-            values["architectures"] = [name.replace("Bertlab", "Bert", 1) for name in values.get("architectures") or []]
-        if values.get("model_type", "bert") not in ("bert", REMOTE_CODE_MODEL_TYPE):
-            raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert', "
-                                  f"'modernbert' and its own '{REMOTE_CODE_MODEL_TYPE}'")
+        """BertConfig's own config.json (`model_type: bert`, as `to_json_string` writes it), or a folder's.
+        A checkpoint folder in another format is read by bertlab.checkpoint.dispatch.read_config."""
+        path, values = read_config_file(path)
+        if values.get("model_type", "bert") != "bert":
+            raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert' here "
+                                  f"(read other checkpoint formats with bertlab.checkpoint.dispatch.read_config)")
         try:
             return cls.from_dict(values)
         except ConfigError as error:
@@ -321,3 +308,19 @@ class BertConfig:
         if architecture is not None:
             values["architectures"] = [architecture]
         return json.dumps(values, indent=2, sort_keys=True) + "\n"
+
+
+def read_config_file(path: str | os.PathLike) -> tuple[Path, dict[str, Any]]:
+    """A config.json's path (a folder's, for a folder) and its JSON object."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CONFIG_NAME
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such file; a checkpoint directory needs a {CONFIG_NAME}")
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{path}: malformed JSON ({error})") from None
+    if not isinstance(values, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
+    return path, values

@@ -12,13 +12,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bertlab.config import BertConfig
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME, read_config
 from bertlab.data.batches import collate
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import column_values, encode_texts
 from bertlab.data.sampling import length_sorted_order
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import WEIGHTS_NAME
 from bertlab.lit.classification import validation_metrics
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import special_token_ids
@@ -28,7 +27,7 @@ def load_classifier(path: str) -> BertForSequenceClassification:
     """A fine-tuned classifier. A checkpoint without trained head weights (a masked-LM export, a
     classifier whose head tensors are missing or renamed) is refused: its head would be random."""
     config = Path(path) / "config.json"  # a folder without one: from_pretrained says what is missing
-    if config.is_file() and "BertForTokenClassification" in (BertConfig.from_json_file(config).architectures or ()):
+    if config.is_file() and "BertForTokenClassification" in (read_config(config).architectures or ()):
         raise CheckpointError(f"{path}: a token classifier (BertForTokenClassification), not a sentence classifier; "
                               f"`predict` and `evaluate` tag its words, the other commands need sentence labels")
     model = BertForSequenceClassification.from_pretrained(path)

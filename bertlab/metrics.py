@@ -11,7 +11,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
+
 
 METRICS_CSV = "metrics.csv"
 # The validation sets a run can log, by metric prefix, with what each measures. A pretraining run whose

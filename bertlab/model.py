@@ -12,7 +12,9 @@ its logits) is described in docs/model_api.md.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
+import os
 from dataclasses import dataclass
 from functools import partial
 
@@ -21,7 +23,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from bertlab.hf_format import PretrainedMixin
 from bertlab.config import POSITION_TABLE_TYPES, BertConfig
 from bertlab.dropout import Dropout, dropout
 from bertlab.errors import ConfigError
@@ -484,6 +485,31 @@ class BertPooler(nn.Module):
 
     def forward(self, hidden_states, attention_mask=None):
         return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+def _checkpoint_formats():
+    """bertlab.checkpoint.dispatch, imported on the first save or load, and by name: the model does not
+    depend on the formats, and an export carries this module (bertlab.checkpoint.remote_code), where
+    transformers requires every package an import statement names, bertlab included, to be installed."""
+    return importlib.import_module("bertlab.checkpoint.dispatch")
+
+
+class PretrainedMixin:
+    """`from_pretrained` / `save_pretrained`, through bertlab.checkpoint."""
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike, ignore_mismatched_sizes: bool = False, **config_overrides):
+        """Loads a bertlab or Hugging Face BERT or ModernBERT directory, in eval mode as transformers does.
+        `config_overrides` replace config.json values (e.g. num_labels, id2label, output_hidden_states,
+        tie_word_embeddings, gradient_checkpointing). Encoder tensors whose shapes differ from the
+        config's are an error unless `ignore_mismatched_sizes`. The load report is logged and kept as
+        `model.load_report`."""
+        return _checkpoint_formats().load_pretrained(cls, path, ignore_mismatched_sizes, **config_overrides)
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """Writes transformers' format: BERT's (BertFor…) for a BERT, ModernBERT's for a ModernBERT-shaped
+        model, and any other mix with its own modelling code (bertlab.checkpoint.remote_code)."""
+        _checkpoint_formats().save_pretrained(self, path)
 
 
 class BertPreTrainedModel(PretrainedMixin, nn.Module):

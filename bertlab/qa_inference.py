@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bertlab.config import BertConfig
 from bertlab.data.question_answering import OFFSETS, QuestionAnsweringDataModule, Question, encode_questions
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import WEIGHTS_NAME
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME, read_config
 from bertlab.inference import length_sorted_batches
 from bertlab.lit.question_answering import split_scores
 from bertlab.model import BertForQuestionAnswering
@@ -26,7 +25,7 @@ SPAN_HEAD = "BertForQuestionAnswering"
 def is_span_head(path: str) -> bool:
     """Whether the checkpoint's config.json names a question-answering model."""
     config = Path(path) / "config.json"
-    return config.is_file() and SPAN_HEAD in (BertConfig.from_json_file(config).architectures or ())
+    return config.is_file() and SPAN_HEAD in (read_config(Path(path)).architectures or ())
 
 
 def load_span_head(path: str) -> BertForQuestionAnswering:

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
+
 
 
 def markdown_row(cells: Iterable[Any]) -> str:

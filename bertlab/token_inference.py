@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bertlab.config import BertConfig
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME, read_config
 from bertlab.data.encoding import truncate_without_padding
 from bertlab.data.token_classification import TokenClassificationDataModule, first_pieces
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import WEIGHTS_NAME
 from bertlab.inference import length_sorted_batches
 from bertlab.model import BertForTokenClassification
 from bertlab.ner_metrics import OUTSIDE, entity_scores, tag_scheme
@@ -28,14 +27,14 @@ def is_token_classifier(path: str) -> bool:
     without one is not (the sentence path's loader then says what is missing)."""
     if not (Path(path) / "config.json").is_file():
         return False
-    return TOKEN_CLASSIFIER in (BertConfig.from_json_file(Path(path)).architectures or ())
+    return TOKEN_CLASSIFIER in (read_config(Path(path)).architectures or ())
 
 
 def load_token_classifier(path: str) -> BertForTokenClassification:
     """A fine-tuned token classifier; a sentence classifier, or a checkpoint without trained head weights, is
     refused in one line."""
     if not is_token_classifier(path):
-        architectures = BertConfig.from_json_file(Path(path)).architectures
+        architectures = read_config(Path(path)).architectures
         raise CheckpointError(f"{path}: not a token classifier (config.json's architectures: {architectures}); "
                               f"tag words with a checkpoint fine-tuned with task=token_classification")
     model = BertForTokenClassification.from_pretrained(path)

@@ -164,6 +164,12 @@ def test_bad_config_json_raises_checkpoint_error_naming_the_file(tmp_path, text,
     assert str(path) in str(error.value)
 
 
+def test_from_json_file_reads_bertlabs_own_config_json_and_no_other_format(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "modernbert", "hidden_size": 32}))
+    with pytest.raises(CheckpointError, match="model_type is 'modernbert'; bertlab reads 'bert' here"):
+        BertConfig.from_json_file(tmp_path)
+
+
 def test_non_utf8_config_json_is_a_checkpoint_error(tmp_path):
     path = tmp_path / "config.json"
     path.write_bytes(b"\xff\xfe\x00garbage")

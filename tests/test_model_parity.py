@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 import bertlab
+from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.config import BertConfig
-from bertlab.hf_format import export_pretrained
 from bertlab.tokenizer import train_tokenizer
 
 transformers = pytest.importorskip("transformers")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import export_pretrained
 from bertlab.model import BertForSequenceClassification, BertForTokenClassification
 from bertlab.token_inference import group_entities, load_token_classifier, sentence_entities
 from bertlab.tokenizer import load_tokenizer, train_tokenizer

@@ -44,11 +44,11 @@ def test_the_rules_of_an_annotation_are_found_inside_unions():
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
     """(taker, argument, its rules) for each argument with rules of a function or class of the package. Left out:
     Hydra's schemas (the checks before a run read them, nobody calls them) and the modelling code an export
-    folder carries (bertlab.remote_code, imported from that folder)."""
+    folder carries (bertlab.checkpoint.remote_code, imported from that folder)."""
     found = []
     for module_info in pkgutil.walk_packages(bertlab.__path__, "bertlab."):
         if module_info.name.endswith("__main__") or module_info.name.startswith(("bertlab.training.schema",
-                                                                                  "bertlab.remote_code")):
+                                                                                  "bertlab.checkpoint.remote_code")):
             continue
         module = importlib.import_module(module_info.name)
         for item in vars(module).values():

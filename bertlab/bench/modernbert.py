@@ -4,7 +4,7 @@ config against transformers' ModernBertForMaskedLM, at its defaults and with its
 The sizes are the BERT presets' (bert_tiny, bert_mini: layers, width, heads, feed-forward width) with the
 knobs of conf/model/modernbert_base.yaml. Both systems train on the rows bertlab.bench.pretraining makes
 (full-length sequences, masked anew every step); transformers' model is built from the same config through
-bertlab.modernbert_format, so the two have the same parameters.
+bertlab.checkpoint.modernbert, so the two have the same parameters.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from bertlab.bench.pretraining import (MlmSetup, bertlab_measurement, bertlab_op
                                        transformers_loop)
 from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop
+from bertlab.checkpoint.modernbert import modernbert_config_values
 from bertlab.config import BertConfig
 from bertlab.flops import mlm_training_flops
-from bertlab.modernbert_format import modernbert_config_values
 from bertlab.presets import model_preset
 
 SIZES = ("bert_tiny", "bert_mini")

@@ -109,7 +109,7 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
                           "GFLOP/step", "% of matmul peak"],
                          [[r.case, r.precision, r.system, f"{r.throughput:,.0f}", _spread(r.timing), _ratio(r.ratio),
                            f"{r.flops / r.steps / 1e9:,.3g}", _percent(r.mfu)] for r in modernbert]),
-                  "transformers ModernBERT: stock ModernBertForMaskedLM of the same config (bertlab.modernbert_format) "
+                  "transformers ModernBERT: stock ModernBertForMaskedLM of the same config (bertlab.checkpoint.modernbert) "
                   "at its defaults, and with sparse_prediction=True (its head and loss at the masked positions only)."]
     fine_tuning = [r for r in results if r.section == "fine-tuning"]
     if fine_tuning:

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME
 from bertlab.config import CONFIG_NAME
 from bertlab.errors import ConfigError, UsageError
-from bertlab.hf_format import WEIGHTS_NAME
 from bertlab.training.run_folder import HF_MODEL
 from bertlab.training.run_folder_checks import check_output_folder
 from bertlab.training.weights_fit import ALLOW_FLAG
@@ -75,7 +75,7 @@ def add_overwrite(parser: argparse.ArgumentParser) -> None:
 def check_output(option: str, path: Path, overwrite: bool, writes: Sequence[str] | None = None) -> None:
     """A command's output given as `option` (e.g. --output DIR) can be created and holds no work, unless
     `overwrite`. `writes`: the files the command puts into the folder `path`, of which none may exist yet;
-    None: `path` receives a whole model export (bertlab.hf_format.export_pretrained), which replaces the
+    None: `path` receives a whole model export (bertlab.checkpoint.dispatch.export_pretrained), which replaces the
     folder, so it must be empty; `path` is a file the command writes when `writes` is ()."""
     check_output_folder(path.parent if writes == () else path, f"with {option}")
     if overwrite or not path.exists():

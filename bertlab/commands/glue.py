@@ -32,8 +32,8 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.commands.arguments import checkpoint_folder
-from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, UsageError
 from bertlab.training.app import launch
 from bertlab.training.fit import run_training
@@ -119,7 +119,7 @@ def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]
     folder = checkpoint.parent if checkpoint.name == HF_MODEL else checkpoint  # the run, or the HF folder
     name = f"{folder.parent.name}/{folder.name}"  # e.g. mlm_tiny/2026-11-25_03-07-47
     if options["scratch"] == "true":
-        config = BertConfig.from_json_file(checkpoint)
+        config = read_config(checkpoint)
         model = ["model.init_from=null", f"data.tokenizer={checkpoint}",
                  *(f"model.{key}={'null' if getattr(config, key) is None else getattr(config, key)}"
                    for key in ARCHITECTURE_KEYS)]

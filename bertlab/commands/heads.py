@@ -13,11 +13,12 @@ import json
 import time
 from pathlib import Path
 
+from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
                                        add_overwrite, check_output, checkpoint_folder, labelled_data_options,
                                        positive_int)
 from bertlab.errors import UsageError
-from bertlab.hf_format import export_pretrained, write_atomically
+from bertlab.files import write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
 from bertlab.lit.classification import validation_metrics
 from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first,

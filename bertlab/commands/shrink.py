@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bertlab.checkpoint.dispatch import export_pretrained, read_config
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
                                        checkpoint_folder, positive_int)
-from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError, UsageError
-from bertlab.hf_format import export_pretrained, write_atomically
+from bertlab.files import write_atomically
 from bertlab.model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit, is_encoder_tensor
@@ -24,7 +24,7 @@ MODEL_CLASSES = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertF
 
 
 def load_source(folder: Path, allow_reinitialised: bool = False):
-    config = BertConfig.from_json_file(folder)
+    config = read_config(folder)
     if config.non_bert_keys():
         raise CheckpointError(f"{folder}: shrink selects the weights of a BERT; this model sets "
                               f"{', '.join(config.non_bert_keys())} (docs/variants.md)")

@@ -18,7 +18,8 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
+
 
 log = logging.getLogger("bertlab")
 RECORD_SUFFIX = ".commit"

@@ -16,7 +16,7 @@ from datasets.fingerprint import Hasher
 
 from bertlab.data import cache_entries
 from bertlab.errors import DataError
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
 
 logger = logging.getLogger(__name__)
 

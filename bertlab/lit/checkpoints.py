@@ -12,7 +12,8 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
+
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

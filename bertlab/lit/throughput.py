@@ -36,7 +36,7 @@ class TokenThroughputMonitor(ThroughputMonitor):
     stops queueing the next step's kernels until the device has finished this one, and the device idles
     while it launches them. This one counts every training batch but reads the clock only on the steps
     it logs (trainer.log_every_n_steps) and before a validation, so `window_size` counts logged steps.
-    Lightning has no public hook for when the clock is read: this overrides the monitor's private `_start`
+    Lightning (2.6) has no public hook for when the clock is read: this overrides the monitor's private `_start`
     and `_update` and keeps its counters, and asks `trainer._logger_connector.should_update_logs`, as the
     monitor's own `_compute` does; tests/lit/test_throughput.py pins what that gives.
     """

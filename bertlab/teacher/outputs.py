@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from bertlab.data.sources import cache_folder
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
 from bertlab.model import BertForSequenceClassification
 from bertlab.teacher.cache import (cache_key, cached_file, read_cache, reuse_outputs, settings_digest, text_hashes,
                                    write_cache)

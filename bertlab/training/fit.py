@@ -17,15 +17,16 @@ means that a checkpoint on disk is always whole.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 from pathlib import Path
 
 import lightning as L
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
-from lightning.pytorch.trainer.connectors.accelerator_connector import _set_torch_flags
 from omegaconf import DictConfig
 
 from bertlab.lit.run_artifacts import ExportPretrained
@@ -33,6 +34,20 @@ from bertlab.metrics import best_point, read_metrics, run_summary, series
 from bertlab.training import budget, modules, precision, run_folder
 
 log = logging.getLogger("bertlab")
+
+
+def set_torch_flags(deterministic: bool | str | None, benchmark: bool | None) -> None:
+    """torch's switches for trainer.deterministic and trainer.benchmark, as the Trainer sets them when it is
+    built (Lightning 2.6 does it in a private function, accelerator_connector._set_torch_flags): deterministic
+    kernels turn cuDNN's benchmark off unless it is asked for; "warn" warns of a nondeterministic kernel."""
+    if deterministic and benchmark is None:
+        benchmark = False
+    if benchmark is not None:
+        torch.backends.cudnn.benchmark = benchmark
+    if deterministic is not None:
+        torch.use_deterministic_algorithms(bool(deterministic), warn_only=deterministic == "warn")
+    if deterministic:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # cuBLAS's reproducible workspace
 
 
 def run_training(cfg: DictConfig) -> float | None:
@@ -44,7 +59,7 @@ def run_training(cfg: DictConfig) -> float | None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     checkpoint = run_folder.resume_path(cfg.resume, run_dir)
     # The Trainer's switches of trainer.deterministic and trainer.benchmark, before any data or model exists.
-    _set_torch_flags(deterministic=cfg.trainer.get("deterministic"), benchmark=cfg.trainer.get("benchmark"))
+    set_torch_flags(cfg.trainer.get("deterministic"), cfg.trainer.get("benchmark"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = modules.build(cfg)
     precision_note = None

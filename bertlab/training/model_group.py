@@ -7,6 +7,7 @@ from collections.abc import Collection
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import RUNTIME_SWITCHES, VARIANT_KEYS, BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.presets import CHECKPOINT_KEYS
@@ -56,7 +57,7 @@ def check_loaded_model(config: DictConfig, overridden: Collection[str]) -> None:
     """With `init_from`, the checkpoint's config with the values the group changes in it, once the checkpoint
     is known to exist and fit."""
     if config.model.init_from:
-        BertConfig.from_dict({**BertConfig.from_json_file(config.model.init_from).to_dict(),
+        BertConfig.from_dict({**read_config(config.model.init_from).to_dict(),
                               **init_from_overrides(config.model, overridden)})
 
 

@@ -12,9 +12,9 @@ import lightning as L
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig
 
+from bertlab.checkpoint.dispatch import load_into, read_config
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.hf_format import load_into
 from bertlab.lit.embedding_distillation import EmbeddingDistillationModule
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.model import BertForSequenceClassification
@@ -75,7 +75,7 @@ def embedding_distillation_module(cfg: DictConfig, datamodule) -> EmbeddingDisti
 
 def checkpoint_config(cfg: DictConfig) -> BertConfig:
     """The config of the checkpoint `model.init_from`, with the run-time values the model group sets."""
-    return BertConfig.from_dict({**BertConfig.from_json_file(cfg.model.init_from).to_dict(),
+    return BertConfig.from_dict({**read_config(cfg.model.init_from).to_dict(),
                                  **init_from_overrides(cfg.model)})
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from bertlab.errors import ConfigError
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
 
 FILE = "precision_decisions.json"
 

@@ -23,7 +23,7 @@ from lightning.pytorch.loggers import CSVLogger
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import write_atomically
+from bertlab.files import write_atomically
 from bertlab.lit.checkpoints import RunCheckpoint
 from bertlab.lit.saved_task import SAVED_BY
 from bertlab.metrics import METRICS_CSV

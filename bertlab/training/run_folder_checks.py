@@ -10,6 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.metrics import METRICS_CSV
@@ -63,7 +64,7 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
                               f"{'train' if saved_task in TRAIN_TASKS else 'fine-tune'}), not by this run's "
                               f"{task}; resume a checkpoint of the same command")
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
-    model = (BertConfig.from_json_file(config.model.init_from).to_dict() if config.model.init_from
+    model = (read_config(config.model.init_from).to_dict() if config.model.init_from
              else OmegaConf.to_container(config.model, resolve=True))
     expected = {f"model.{key}": model.get(key) for key in ARCHITECTURE_KEYS}
     if task == "PretrainingModule":

@@ -123,6 +123,8 @@ def independent_copy(module: L.LightningModule) -> L.LightningModule:
     compiled call."""
     copy = deepcopy(module)
     for original, copied in zip(module.modules(), copy.modules()):
+        # Private: torch 2.13 keeps `nn.Module.compile`'s compiled call only there, and says nowhere else
+        # whether a module was compiled.
         if original._compiled_call_impl is not None:
             copied.compile()
     return copy

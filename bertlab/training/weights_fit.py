@@ -15,8 +15,9 @@ import functools
 import logging
 from pathlib import Path
 
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME
+from bertlab.checkpoint.fitting import LoadReport, layer_pattern
 from bertlab.errors import CheckpointError
-from bertlab.hf_format import WEIGHTS_NAME, LoadReport, layer_pattern
 from bertlab.model import BertModel
 
 log = logging.getLogger("bertlab")

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.commands.glue import OPTIONS, suite_launches, task_rates
 from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
@@ -68,7 +69,7 @@ def test_a_suite_runs_every_task_and_seed_then_skips_them_when_run_again(tiny_gl
         ("sst2", "accuracy", 2), ("stsb", "pearson", 2), ("stsb", "spearman", 2)}
     assert f"**{average:.1f}**" in (suite / "glue.md").read_text()
     config = json.loads((suite / "stsb" / "seed_1" / "hf_model" / "config.json").read_text())
-    assert config["num_labels"] == 1 and config["vocab_size"] == BertConfig.from_json_file(run / "hf_model").vocab_size
+    assert config["num_labels"] == 1 and config["vocab_size"] == read_config(run / "hf_model").vocab_size
     assert OmegaConf.load(suite / "sst2" / "seed_0" / "config.yaml").data.selection_fraction == 0.05
     assert {"val/accuracy", "dev/accuracy"} <= set(pd.read_csv(suite / "sst2" / "seed_0" / "metrics.csv").columns)
     assert "dev-selected" in (suite / "glue.md").read_text() and (suite / GLUE_SEEDS).is_file()

@@ -89,7 +89,7 @@ def model_weights(module):
 def save_tiny_bert(directory, texts: list[str], model_class=None, **overrides):
     """A tiny model of `model_class` (default BertModel) with a WordPiece tokenizer of `texts`, exported to
     `directory` as a Hugging Face–format folder; returns the folder."""
-    from bertlab.hf_format import export_pretrained
+    from bertlab.checkpoint.dispatch import export_pretrained
     from bertlab.model import BertModel
     from bertlab.tokenizer import train_tokenizer
 

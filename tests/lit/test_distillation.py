@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
-from bertlab.config import BertConfig
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.data.classification import UNLABELLED
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.lit.distillation import DistillationModule, labelled_rows_loss, layer_pairs, soft_target_loss
@@ -262,7 +262,7 @@ def test_the_student_exports_as_a_plain_classifier_that_predict_reads(runs, caps
     config = json.loads((export / "config.json").read_text())
     assert config["architectures"] == ["BertForSequenceClassification"]
     assert config["id2label"] == {"0": "negative", "1": "positive"} and config["hidden_size"] == 16
-    plain = BertForSequenceClassification(BertConfig.from_json_file(export))
+    plain = BertForSequenceClassification(read_config(export))
     assert set(load_file(export / "model.safetensors")) == set(plain.state_dict())  # no hidden_projection
     assert load_tokenizer(export).get_vocab_size() != load_tokenizer(runs["teacher"]).get_vocab_size()
     outcome = run_in_process(["predict", str(export), "a wonderful film", "a boring plot"], capsys)

@@ -11,8 +11,8 @@ import pytest
 import torch
 import transformers
 
+from bertlab.checkpoint.dispatch import load_into
 from bertlab.errors import ConfigError
-from bertlab.hf_format import load_into
 from bertlab.lit.general_distillation import GeneralDistillationModule
 from bertlab.lit.masking import masking_generator
 from tests.lit.helpers import adamw, loader, save_tiny_bert, tiny_config, trainer

@@ -16,9 +16,9 @@ from hydra.core.global_hydra import GlobalHydra
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from bertlab.checkpoint.dispatch import read_config, read_weights
 from bertlab.config import BertConfig, _memory_bytes
 from bertlab.errors import BertlabError
-from bertlab.hf_format import read_weights
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.app import register_configs, user_error
 from bertlab.training.checks.before_run import check
@@ -52,7 +52,7 @@ def folder_with(name: str, content: bytes) -> Path:
 def test_config_json_loads_or_is_one_line_error_within_memory(values):
     directory = folder_with("config.json", json.dumps(values).encode())
     try:
-        config = BertConfig.from_json_file(directory)
+        config = read_config(directory)
     except BertlabError as error:
         assert_one_line(error)
         return

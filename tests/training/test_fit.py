@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from bertlab.data import pretraining
 from bertlab.errors import DataError
 from bertlab.training.app import register_configs
+from bertlab.training.fit import set_torch_flags
 from tests.bertlab_runs import pretraining as pretraining_argv, run_in_process
 
 ON_CPU = ["trainer.accelerator=cpu", "trainer.precision=32-true"]  # the rest of trainer=gpu_deterministic as it is
@@ -47,6 +48,12 @@ def test_the_deterministic_option_is_the_gpu_one_with_determinism_and_without_be
     assert (gpu["deterministic"], deterministic["deterministic"], deterministic["benchmark"]) == (False, True, False)
     assert {key: value for key, value in deterministic.items() if key not in ("deterministic", "benchmark")} == \
         {key: value for key, value in gpu.items() if key not in ("deterministic", "benchmark")}
+
+
+def test_warn_makes_the_deterministic_algorithms_warn_and_a_benchmark_asked_for_stays(nondeterministic_process):
+    set_torch_flags("warn", True)
+    assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+    assert torch.backends.cudnn.benchmark and os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
 
 
 def test_the_switches_are_set_before_the_data_and_the_model_are_built(nondeterministic_process, tiny_data_dir: Path,

@@ -28,6 +28,8 @@ def check_search_space(config: DictConfig) -> None:
     if sweeper is None or "optuna" not in str(sweeper.get("_target_", "")).lower():
         return
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    # Private: hydra-optuna-sweeper 1.3 turns an override into an Optuna distribution only in its _impl module,
+    # and that is the function its sweeper calls, so the check accepts exactly what the sweep will.
     from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
 
     parser = OverridesParser.create()

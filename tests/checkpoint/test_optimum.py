@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertForSequenceClassification
-from bertlab.hf_format import export_format, export_pretrained
+from bertlab.checkpoint.dispatch import export_pretrained, save_format
 from bertlab.tokenizer import train_tokenizer
-from tests.test_modernbert_format import MODERNBERT, perturb
+from tests.checkpoint.test_modernbert import MODERNBERT, perturb
 
 SENTENCES = ["the cat sat on the mat", "a dog ran far away from the cat"]  # of two lengths: one row is padded
 FORMATS = {"bert": {}, "modernbert": MODERNBERT}
@@ -30,7 +30,7 @@ def test_optimum_exports_a_classifier_that_onnxruntime_runs_as_bertlab_does(name
                         **FORMATS[name])
     torch.manual_seed(0)
     model = perturb(BertForSequenceClassification(config))
-    assert export_format(model) == name
+    assert save_format(model).MODEL_TYPE == name
     export_pretrained(model, tokenizer, tmp_path / "hf_model")
 
     exporter.main_export(str(tmp_path / "hf_model"), output=tmp_path / "onnx", task="text-classification")

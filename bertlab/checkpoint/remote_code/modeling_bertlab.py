@@ -1,4 +1,4 @@
-"""transformers' model classes of a bertlab remote-code export (see bertlab.remote_code): each builds
+"""transformers' model classes of a bertlab remote-code export (see bertlab.checkpoint.remote_code): each builds
 bertlab's own model and adopts its submodules, so that the state-dict names are bertlab's, and returns
 transformers' output classes. It runs only inside an export folder, loaded by transformers with
 trust_remote_code=True; bertlab never imports it."""

@@ -11,9 +11,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import bertlab.hf_format
+import bertlab.checkpoint.dispatch
 from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab.checkpoint.dispatch import read_config
 from bertlab.errors import CheckpointError, ConfigError
+from tests.checkpoint.test_modernbert import MODERNBERT
 
 
 def small_config(**overrides) -> BertConfig:
@@ -267,6 +269,24 @@ def test_pickle_only_checkpoint_is_refused_with_a_safetensors_hint(tmp_path):
     assert str(tmp_path / "model.safetensors") in str(error.value)
 
 
+@pytest.mark.parametrize("model_type", ["modernbert", "bertlab"])
+def test_read_config_reads_each_format_of_a_folder_back_into_the_config_saved(model_type, tmp_path):
+    knobs = dict(MODERNBERT) if model_type == "modernbert" else dict(position_embedding_type="rotary")
+    model = BertForMaskedLM(small_config(**knobs))
+    saved(model, tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == model_type
+    assert read_config(tmp_path).to_dict() == {**model.config.to_dict(), "architectures": ["BertForMaskedLM"]}
+
+
+def test_a_model_type_of_no_format_names_the_file_and_the_formats(tmp_path):
+    saved(BertModel(small_config()), tmp_path)
+    edit_config(tmp_path, model_type="roberta")
+    with pytest.raises(CheckpointError, match="model_type is 'roberta'; bertlab reads 'bert', 'modernbert' and its "
+                                              "own 'bertlab'") as error:
+        read_config(tmp_path)
+    assert str(tmp_path / "config.json") in str(error.value)
+
+
 def test_missing_directory_and_missing_config_are_errors(tmp_path):
     with pytest.raises(CheckpointError, match="not a checkpoint directory"):
         BertModel.from_pretrained(tmp_path / "nowhere")
@@ -287,7 +307,7 @@ def test_save_is_atomic_when_writing_weights_fails(tmp_path, monkeypatch):
             handle.write(b"partial")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(bertlab.hf_format, "save_file", fail_half_way)
+    monkeypatch.setattr(bertlab.checkpoint.dispatch, "save_file", fail_half_way)
     new = BertForSequenceClassification(small_config(num_labels=4))
     with pytest.raises(OSError, match="No space left"):
         new.save_pretrained(tmp_path)

@@ -16,10 +16,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from bertlab.config import REMOTE_CODE_MODEL_TYPE, BertConfig
+from typing import Any
 
+import torch
+
+from bertlab.config import BertConfig
+
+MODEL_TYPE = "bertlab"
+TOKENIZER_INPUT_NAMES = None  # the tokenizer's own: bertlab's model takes token_type_ids
 ADAPTERS = Path(__file__).parent
-PACKAGE = ADAPTERS.parent
+PACKAGE = ADAPTERS.parents[1]  # bertlab/
 MODELING_ADAPTER = "modeling_bertlab.py"
 ENTRY_MODULE = "model"  # bertlab.model, and every bertlab module it imports
 AUTO_CLASSES = {"AutoModel": "BertlabModel", "AutoModelForMaskedLM": "BertlabForMaskedLM",
@@ -65,16 +71,40 @@ def remote_code_files() -> dict[str, str]:
     adapters = {path.name: path.read_text(encoding="utf-8")
                 for path in sorted(ADAPTERS.glob("*.py")) if path.name != "__init__.py"}
     imports = "".join(f"from .{name[:-3]} import __name__ as _{name[:-3]}  # noqa: F401\n" for name in sorted(carried))
-    adapters[MODELING_ADAPTER] += ("\n\n# Generated at export (bertlab.remote_code): the modules for transformers to copy.\n"
-                                   + imports)
+    adapters[MODELING_ADAPTER] += ("\n\n# Generated at export (bertlab.checkpoint.remote_code): the modules for "
+                                   "transformers to copy.\n" + imports)
     return {**adapters, **carried}
 
 
-def remote_code_config_text(config: BertConfig, architecture: str) -> str:
+def detect(values: dict[str, Any]) -> bool:
+    return values.get("model_type") == MODEL_TYPE
+
+
+def saves(config: BertConfig, model_class: str) -> bool:
+    """Any model: its own code runs it, whatever its mix of knobs."""
+    return True
+
+
+def config_values(values: dict[str, Any]) -> dict[str, Any]:
+    """BertConfig's fields from a remote-code config.json: bertlab's own, its architectures named as the
+    export's classes (BertlabForMaskedLM) rather than bertlab's (BertForMaskedLM)."""
+    architectures = [name.replace("Bertlab", "Bert", 1) for name in values.get("architectures") or []]
+    return {**values, "architectures": architectures}
+
+
+def to_state(state: dict[str, torch.Tensor], config: BertConfig, model_class: str) -> dict[str, torch.Tensor]:
+    return state  # the export's classes adopt bertlab's modules, and so its names
+
+
+def from_state(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
+    return state
+
+
+def config_text(config: BertConfig, architecture: str) -> str:
     """config.json of a remote-code export: bertlab's values under `model_type: bertlab`, with the
     auto_map that tells transformers which class of the folder to build."""
     values = json.loads(config.to_json_string(architecture=architecture.replace("Bert", "Bertlab", 1)))
-    values["model_type"] = REMOTE_CODE_MODEL_TYPE
+    values["model_type"] = MODEL_TYPE
     values["auto_map"] = {"AutoConfig": "configuration_bertlab.BertlabConfig",
                           **{auto: f"modeling_bertlab.{name}" for auto, name in AUTO_CLASSES.items()}}
     return json.dumps(values, indent=2, sort_keys=True) + "\n"

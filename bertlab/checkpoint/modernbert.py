@@ -10,13 +10,13 @@ same tables. Only names, config fields and the fused `Wqkv` change: the tensors 
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from bertlab.config import BertConfig
+from bertlab.config import BertConfig
 
 MODEL_TYPE = "modernbert"
 # bertlab class → transformers class; BertForPreTraining's NSP head has no ModernBERT counterpart.
@@ -52,16 +52,18 @@ SPAN_OUTPUTS = ("qa_outputs.", "classifier.")  # a span head's linear layer: ber
 _QKV = ("query", "key", "value")
 
 
-def modernbert_shape_mismatch(config: BertConfig, model_class: str) -> str | None:
-    """Why `config` (for `model_class`) cannot be saved as a ModernBERT checkpoint; None when it can."""
-    if model_class not in ARCHITECTURES:
-        return f"{model_class} has no ModernBERT counterpart"
-    for key, value in SHAPE.items():
-        if getattr(config, key) != value:
-            return f"{key} is {getattr(config, key)!r}, ModernBERT's is {value!r}"
-    if config.classifier_pooling not in POOLINGS:
-        return f"classifier_pooling is {config.classifier_pooling!r}, ModernBERT's is cls or mean"
-    return None
+def detect(values: dict[str, Any]) -> bool:
+    return values.get("model_type") == MODEL_TYPE
+
+
+def saves(config: BertConfig, model_class: str) -> bool:
+    """Whether `config` (for `model_class`) is ModernBERT-shaped, and so saved as a ModernBERT checkpoint."""
+    return (model_class in ARCHITECTURES and all(getattr(config, key) == value for key, value in SHAPE.items())
+            and config.classifier_pooling in POOLINGS)
+
+
+def config_text(config: BertConfig, model_class: str) -> str:
+    return json.dumps(modernbert_config_values(config, model_class), indent=2, sort_keys=True) + "\n"
 
 
 def modernbert_config_values(config: BertConfig, architecture: str) -> dict[str, Any]:
@@ -89,12 +91,7 @@ def modernbert_config_values(config: BertConfig, architecture: str) -> dict[str,
     }
 
 
-def as_bertlab_values(values: dict[str, Any]) -> dict[str, Any]:
-    """A config.json's values as BertConfig's fields: a ModernBERT one's translated, any other unchanged."""
-    return bertlab_values(values) if values.get("model_type") == MODEL_TYPE else values
-
-
-def bertlab_values(values: dict[str, Any]) -> dict[str, Any]:
+def config_values(values: dict[str, Any]) -> dict[str, Any]:
     """BertConfig's fields from a ModernBERT config.json (the inverse of `modernbert_config_values`)."""
     every = values.get("global_attn_every_n_layers", 3)
     local = every > 1 and values.get("num_hidden_layers", 22) > 1
@@ -133,8 +130,9 @@ def _renamings(num_layers: int, head: str) -> list[tuple[str, str]]:
     return pairs + [(head + ours, "head." + theirs) for ours, theirs in _HEAD] + decoder
 
 
-def to_modernbert_state(state: dict[str, torch.Tensor], num_layers: int, architecture: str) -> dict[str, torch.Tensor]:
+def to_state(state: dict[str, torch.Tensor], config: BertConfig, architecture: str) -> dict[str, torch.Tensor]:
     """bertlab's state dict (of `architecture`) under ModernBERT's names."""
+    num_layers = config.num_hidden_layers
     base = architecture == "BertModel"
     state = {("bert." + key if base else key): tensor for key, tensor in state.items()}
     if base:  # ModernBertModel has no pooler
@@ -156,11 +154,7 @@ def to_modernbert_state(state: dict[str, torch.Tensor], num_layers: int, archite
     return renamed
 
 
-def is_modernbert_state(state: dict[str, torch.Tensor]) -> bool:
-    return any(re.search(r"(^|\.)layers\.\d+\.attn\.Wqkv\.", key) for key in state)
-
-
-def from_modernbert_state(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
+def from_state(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
     """A ModernBERT state dict under bertlab's names (with `bert.` where bertlab's heads put it; the
     caller's key normalisation adds or removes it for the class it loads into). ModernBERT's `head`
     becomes the MLM transform, the token classifier's head or the classifier's pooler, whichever the loading

@@ -1,4 +1,4 @@
-"""transformers' config class of a bertlab remote-code export (see bertlab.remote_code). It runs only
+"""transformers' config class of a bertlab remote-code export (see bertlab.checkpoint.remote_code). It runs only
 inside an export folder, loaded by transformers with trust_remote_code=True; bertlab never imports it."""
 
 from transformers import PretrainedConfig

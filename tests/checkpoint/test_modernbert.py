@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                      BertForSequenceClassification, BertForTokenClassification, BertModel)
-from bertlab.modernbert_format import to_modernbert_state
+from bertlab.checkpoint.modernbert import to_state
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -205,8 +205,8 @@ def test_weight_init_modernbert_draws_every_matrix_at_the_scale_transformers_mod
     ours = BERTLAB[architecture](config)
     ours.save_pretrained(tmp_path)
     theirs = getattr(transformers, CLASSES[architecture][0])(transformers.AutoConfig.from_pretrained(tmp_path))
-    our_state = {key: tensor for key, tensor in to_modernbert_state(ours.state_dict(), config.num_hidden_layers,
-                                                                  architecture).items() if tensor.dim() == 2}
+    our_state = {key: tensor for key, tensor in to_state(ours.state_dict(), config, architecture).items()
+                 if tensor.dim() == 2}
     their_state = theirs.state_dict()
     assert our_state.keys() <= their_state.keys() and len(our_state) > 4 * config.num_hidden_layers
     for key, ours_weight in our_state.items():

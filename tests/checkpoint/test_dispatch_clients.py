@@ -14,14 +14,16 @@ import pytest
 import torch
 
 from bertlab import BertConfig, BertForMaskedLM, BertModel
-from bertlab.hf_format import export_format, export_pretrained
+from bertlab.checkpoint import bert, modernbert, remote_code
+from bertlab.checkpoint.dispatch import export_pretrained, save_format
 from bertlab.tokenizer import train_tokenizer
-from tests.test_modernbert_format import BLOCK_BERTLAB, MODERNBERT, perturb
+from tests.checkpoint.test_modernbert import BLOCK_BERTLAB, MODERNBERT, perturb
 
 pytest.importorskip("sentence_transformers")
 
 SENTENCES = ["the cat sat on the mat", "a dog ran far away from the cat"]
 FORMATS = {"bert": {}, "modernbert": MODERNBERT, "remote_code": dict(position_embedding_type="rotary")}
+MODULES = {"bert": bert, "modernbert": modernbert, "remote_code": remote_code}
 TOLERANCE = 1e-5
 
 
@@ -34,7 +36,7 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
                             num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, **knobs)
         torch.manual_seed(0)
         model = perturb(BertForMaskedLM(config))
-        assert export_format(model) == name
+        assert save_format(model) is MODULES[name]
         export_pretrained(model, tokenizer, tmp_path / name)
         encoder = BertModel.from_pretrained(tmp_path / name)
         rows = [tokenizer.encode(sentence) for sentence in SENTENCES]

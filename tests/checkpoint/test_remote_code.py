@@ -1,0 +1,16 @@
+"""A remote-code export's files (the export itself loads in transformers in tests/checkpoint/test_modernbert.py)."""
+
+from __future__ import annotations
+
+from bertlab.checkpoint.remote_code import carried_modules, remote_code_files
+
+
+def test_an_export_carries_the_modelling_modules_and_no_format_or_tokenizer_code():
+    assert sorted(carried_modules()) == ["bertlab_config.py", "bertlab_dropout.py", "bertlab_errors.py",
+                                         "bertlab_losses.py", "bertlab_model.py"]
+
+
+def test_the_modelling_adapter_imports_every_carried_module_for_transformers_to_copy():
+    files = remote_code_files()
+    assert all(f"from .{name[:-3]} import" in files["modeling_bertlab.py"] for name in carried_modules())
+    assert sorted(set(files) - set(carried_modules())) == ["configuration_bertlab.py", "modeling_bertlab.py"]
