@@ -2,8 +2,8 @@
 what takes its value (bertlab.value_rules) — an argument of the `_target_` its group builds, a field of the
 command's schema, of the tokenizer group's or of a settings dataclass an argument names (`data.transfer`:
 TransferSettings); for the arguments of other libraries' classes, the type of their annotation and the
-range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, which
-checks them itself (their rule is CheckedBy: bertlab.training.model_group.check_model).
+range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, annotated
+with their rules; BertConfig runs them itself, in a model config's words (bertlab.training.model_group.check_model).
 
 Every value is checked against its range or choices; a value the command line set for a `_target_`'s
 argument also against its type (Hydra's schemas type the other keys while composing).
@@ -62,6 +62,8 @@ def check_values(config: DictConfig, overridden: Collection[str]) -> None:
     tree = OmegaConf.to_container(config, resolve=False)
     tree.pop("hydra", None)
     for declaration in declarations(tree, SCHEMAS[config.hydra.job.config_name]):
+        if declaration.key.startswith("model."):  # checked by BertConfig (check_model, check_loaded_model)
+            continue
         value = declaration.value
         if declaration.rules and isinstance(value, str) and "${" in value:
             value = OmegaConf.select(config, declaration.key, default=None)  # as its taker will get it
