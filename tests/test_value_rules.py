@@ -32,9 +32,10 @@ def test_a_rule_refuses_what_lies_outside_it(rule, value, problem):
 
 
 @pytest.mark.parametrize("rule, value, problem", [
-    (Interval("(0, inf)", says="positive"), 0, "must be positive"), (Interval("(0, inf)", says="positive"), "x",
-                                                                     "must be positive"),
-    (Interval("[0, inf)", whole=True), 1.5, "must be a whole number in [0, inf)"), (Interval("[0, inf)", whole=True), 2, None),
+    (Interval("(0, inf)", says="positive"), 0, "must be positive"),
+    (Interval("(0, inf)", says="positive"), "x", "must be positive"),
+    (Interval("[0, inf)", whole=True), 1.5, "must be a whole number in [0, inf)"),
+    (Interval("[0, inf)", whole=True), 2, None),
     (Size(1_000), 0, "must be a positive integer"), (Size(1_000), 32.0, "must be a positive integer"),
     (Size(1_000), 1_001, "is 1,001; bertlab accepts at most 1,000"), (Size(1_000, zero=True), 0, None),
 ])
