@@ -124,5 +124,5 @@ def test_the_message_names_key_value_and_rule():
 def test_a_compile_mode_needs_compile(config_module):
     config = compose("train", overrides=["task.compile_mode=reduce-overhead"], return_hydra_config=True)
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
-        combinations.check_compile_mode(config)
-    combinations.check_compile_mode(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]))
+        combinations.check(config)
+    combinations.check(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]))
