@@ -5,11 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from itertools import chain
+from typing import Annotated, Any
 
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.value_rules import (Dropout, Interval, OneOf, Size, base_types, field_annotations, field_problems,
+                                 rules)
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 # sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
@@ -31,46 +35,36 @@ PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_class
 CONFIG_NAME = "config.json"
 RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual",
                     "output_attentions", "output_hidden_states")
-# Upper limits of the sizes, far above any published BERT: a config.json is untrusted input, and
-# must not make bertlab allocate whatever it asks for.
-SIZE_LIMITS = {"vocab_size": 1_000_000, "hidden_size": 65_536, "num_hidden_layers": 1_000,
-               "num_attention_heads": 1_024, "intermediate_size": 262_144, "max_position_embeddings": 1_048_576,
-               "type_vocab_size": 1_024, "num_labels": 100_000}
+# The sizes' upper limits (their annotations) are far above any published BERT: a config.json is untrusted
+# input, and must not make bertlab allocate whatever it asks for.
+PositiveNumber = Annotated[float, Interval("(0, inf)", says="positive")]
 
 
 def _memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 @dataclass
 class BertConfig:
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
+    vocab_size: Annotated[int, Size(1_000_000)] = 30522
+    hidden_size: Annotated[int, Size(65_536)] = 768
+    num_hidden_layers: Annotated[int, Size(1_000)] = 12
+    num_attention_heads: Annotated[int, Size(1_024)] = 12
+    intermediate_size: Annotated[int, Size(262_144)] = 3072
+    hidden_act: Annotated[str, OneOf(*ACTIVATIONS)] = "gelu"
+    hidden_dropout_prob: Dropout = 0.1
+    attention_probs_dropout_prob: Dropout = 0.1
+    max_position_embeddings: Annotated[int, Size(1_048_576)] = 512
+    type_vocab_size: Annotated[int, Size(1_024, zero=True)] = 2  # 0: no token-type embeddings
+    initializer_range: PositiveNumber = 0.02
+    layer_norm_eps: PositiveNumber = 1e-12
     pad_token_id: int = 0
-    position_embedding_type: str = "absolute"
-    classifier_dropout: float | None = None
-    num_labels: int = 2
+    position_embedding_type: Annotated[str, OneOf(*POSITION_EMBEDDING_TYPES)] = "absolute"
+    classifier_dropout: Dropout | None = None
+    num_labels: Annotated[int, Size(100_000)] = 2
     id2label: dict[int, str] | None = None
     label2id: dict[str, int] | None = None
-    problem_type: str | None = None
+    problem_type: Annotated[str, OneOf(*PROBLEM_TYPES)] | None = None  # null: inferred from the labels
     pruned_heads: dict[int, list[int]] = field(default_factory=dict)  # {layer: heads removed by prune_heads}
     tie_word_embeddings: bool = True  # False: the MLM decoder has its own cls.predictions.decoder.weight
     # What a forward returns when its argument is left at None, as in transformers
@@ -78,17 +72,20 @@ class BertConfig:
     output_hidden_states: bool = False
     # bertlab's own switches
     gradient_checkpointing: bool = False
-    attn_implementation: str = "sdpa"
+    attn_implementation: Annotated[str, OneOf(*ATTENTION_IMPLEMENTATIONS)] = "sdpa"
     fused_qkv: bool = True
     low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
-    embedding_init: str = "normal"  # or orthogonal tables of the same scale: see BertPreTrainedModel._init_weights
-    weight_init: str = "bert"  # bert: normal(0, initializer_range) | modernbert: truncated, depth-scaled (docs/variants.md)
+    # or orthogonal tables of the same scale: see BertPreTrainedModel._init_weights
+    embedding_init: Annotated[str, OneOf(*EMBEDDING_INITS)] = "normal"
+    # bert: normal(0, initializer_range) | modernbert: truncated, depth-scaled (docs/variants.md)
+    weight_init: Annotated[str, OneOf(*WEIGHT_INITS)] = "bert"
     # Designs after 2018's BERT (docs/variants.md); each default is BERT's.
-    rope_theta: float = 10000.0  # rotary positions: the base frequency (of the global layers)
-    local_rope_theta: float | None = None  # rotary positions of the local layers; null: rope_theta
-    norm_position: str = "post"  # post (BERT) | pre (a norm before each block, a final norm after the last)
+    rope_theta: PositiveNumber = 10000.0  # rotary positions: the base frequency (of the global layers)
+    local_rope_theta: PositiveNumber | None = None  # rotary positions of the local layers; null: rope_theta
+    # post (BERT) | pre (a norm before each block, a final norm after the last)
+    norm_position: Annotated[str, OneOf(*NORM_POSITIONS)] = "post"
     first_attention_norm: bool = True  # pre-norm: false drops layer 0's norm before attention (ModernBERT)
-    norm_type: str = "layer_norm"  # layer_norm | rms_norm
+    norm_type: Annotated[str, OneOf(*NORM_TYPES)] = "layer_norm"
     embedding_norm: bool = True  # a norm after the embeddings
     gated_ffn: bool = False  # the feed-forward's first matmul gives input and gate: act(x) * gate (GeGLU, SwiGLU)
     attention_bias: bool = True  # biases of query, key, value and the attention's output projection
@@ -96,10 +93,14 @@ class BertConfig:
     norm_bias: bool = True  # the norms' additive bias
     head_bias: bool = True  # the dense layer of the MLM head (and of a cls/mean classifier head)
     decoder_bias: bool = True  # the MLM decoder's per-token bias
-    head_act: str | None = None  # the MLM head's (and a cls/mean classifier head's) activation; null: hidden_act
-    local_attention_window: int = 0  # tokens a local layer attends (window // 2 each side); 0: every layer global
-    global_attention_every_n_layers: int = 1  # with a window: layer i is global when i % N == 0
-    classifier_pooling: str = "pooler"  # pooler (BERT's dense + tanh on [CLS]) | cls | mean (dense, act, norm)
+    # the MLM head's (and a cls/mean classifier head's) activation; null: hidden_act
+    head_act: Annotated[str, OneOf(*ACTIVATIONS)] | None = None
+    # tokens a local layer attends (window // 2 each side); 0: every layer global
+    local_attention_window: Annotated[int, Interval("[0, inf)", whole=True, says="an integer >= 0")] = 0
+    # with a window: layer i is global when i % N == 0
+    global_attention_every_n_layers: Annotated[int, Interval("[1, inf)", whole=True, says="an integer >= 1")] = 1
+    # pooler (BERT's dense + tanh on [CLS]) | cls | mean (dense, act, norm)
+    classifier_pooling: Annotated[str, OneOf(*CLASSIFIER_POOLINGS)] = "pooler"
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -121,98 +122,43 @@ class BertConfig:
         self.validate()
 
     def validate(self) -> None:
-        for name, limit in SIZE_LIMITS.items():
-            value = getattr(self, name)
-            if name == "type_vocab_size" and value == 0:
-                continue  # no token-type embeddings
-            if not (_is_integer(value) and value > 0):
-                raise ConfigError(f"model config: {name} must be a positive integer, got {value!r}")
-            if value > limit:
-                raise ConfigError(f"model config: {name} is {value:,}; bertlab accepts at most {limit:,}")
+        """The rule of each field's annotation (bertlab.value_rules), then the rules between fields."""
+        problem = next(chain((field_message(*found) for found in field_problems(self)), self.combination_problems()),
+                       None)
+        if problem is not None:
+            raise ConfigError(f"model config: {problem}")
+
+    def combination_problems(self) -> Iterator[str]:
+        """What cannot work of values each fine on its own, the memory the model needs last."""
         if self.hidden_size % self.num_attention_heads:
-            raise ConfigError(
-                f"model config: hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_attention_heads ({self.num_attention_heads})")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ConfigError(f"model config: unknown hidden_act {self.hidden_act!r}; "
-                              f"expected one of {', '.join(ACTIVATIONS)}")
-        if self.position_embedding_type not in POSITION_EMBEDDING_TYPES:
-            raise ConfigError(f"model config: unknown position_embedding_type "
-                              f"{self.position_embedding_type!r}; expected one of "
-                              f"{', '.join(POSITION_EMBEDDING_TYPES)}")
-        if self.embedding_init not in EMBEDDING_INITS:
-            raise ConfigError(f"model config: unknown embedding_init {self.embedding_init!r}; "
-                              f"expected one of {', '.join(EMBEDDING_INITS)}")
-        if self.weight_init not in WEIGHT_INITS:
-            raise ConfigError(f"model config: unknown weight_init {self.weight_init!r}; "
-                              f"expected one of {', '.join(WEIGHT_INITS)}")
-        for name in ("tie_word_embeddings", "output_attentions", "output_hidden_states"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"model config: {name} must be true or false, got {getattr(self, name)!r}")
-        if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
-            raise ConfigError(f"model config: unknown attn_implementation {self.attn_implementation!r}; "
-                              f"expected one of {', '.join(ATTENTION_IMPLEMENTATIONS)}")
-        if self.problem_type is not None and self.problem_type not in PROBLEM_TYPES:
-            raise ConfigError(f"model config: unknown problem_type {self.problem_type!r}; "
-                              f"expected one of {', '.join(PROBLEM_TYPES)} (or null to infer it)")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
-            value = getattr(self, name)
-            if value is not None and not (_is_number(value) and 0.0 <= value < 1.0):
-                raise ConfigError(f"model config: {name} must be in [0, 1), got {value!r}")
-        for name in ("initializer_range", "layer_norm_eps"):
-            value = getattr(self, name)
-            if not (_is_number(value) and value > 0):
-                raise ConfigError(f"model config: {name} must be positive, got {value!r}")
+            yield (f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                   f"({self.num_attention_heads})")
         for layer, heads in self.pruned_heads.items():
             if not (0 <= layer < self.num_hidden_layers and 0 <= heads[0] and heads[-1] < self.num_attention_heads):
-                raise ConfigError(f"model config: pruned_heads {{{layer}: {heads}}} names a layer or head the model "
-                                  f"does not have (layers 0-{self.num_hidden_layers - 1}, heads "
-                                  f"0-{self.num_attention_heads - 1})")
-        if not (_is_integer(self.pad_token_id) and 0 <= self.pad_token_id < self.vocab_size):
-            raise ConfigError(f"model config: pad_token_id ({self.pad_token_id}) must be in "
-                              f"[0, vocab_size={self.vocab_size})")
-        self._validate_variant()
-        needed, available = 4 * self.parameter_count(), _memory_bytes()
-        if needed > available:
-            raise ConfigError(f"model config: its {self.parameter_count():,} parameters need {needed / 2**30:.1f} GiB "
-                              f"in float32, more than this machine's {available / 2**30:.1f} GiB of memory")
-
-    def _validate_variant(self) -> None:
-        """The post-2018 knobs: each value, and the combinations that cannot work."""
-        for name, allowed in (("norm_position", NORM_POSITIONS), ("norm_type", NORM_TYPES),
-                              ("classifier_pooling", CLASSIFIER_POOLINGS)):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"model config: unknown {name} {getattr(self, name)!r}; "
-                                  f"expected one of {', '.join(allowed)}")
-        if self.head_act is not None and self.head_act not in ACTIVATIONS:
-            raise ConfigError(f"model config: unknown head_act {self.head_act!r}; expected one of "
-                              f"{', '.join(ACTIVATIONS)} (or null for hidden_act)")
-        for name in ("rope_theta", "local_rope_theta"):
-            value = getattr(self, name)
-            if value is not None and not (_is_number(value) and value > 0):
-                raise ConfigError(f"model config: {name} must be positive, got {value!r}")
-        for name in ("local_attention_window", "global_attention_every_n_layers"):
-            value = getattr(self, name)
-            if not (_is_integer(value) and value >= (0 if name == "local_attention_window" else 1)):
-                raise ConfigError(f"model config: {name} must be an integer >= "
-                                  f"{0 if name == 'local_attention_window' else 1}, got {value!r}")
+                yield (f"pruned_heads {{{layer}: {heads}}} names a layer or head the model does not have (layers "
+                       f"0-{self.num_hidden_layers - 1}, heads 0-{self.num_attention_heads - 1})")
+        if not (isinstance(self.pad_token_id, int) and not isinstance(self.pad_token_id, bool)
+                and 0 <= self.pad_token_id < self.vocab_size):
+            yield f"pad_token_id ({self.pad_token_id}) must be in [0, vocab_size={self.vocab_size})"
         rotary = self.position_embedding_type == "rotary"
         if rotary and self.head_size % 2:
-            raise ConfigError(f"model config: position_embedding_type 'rotary' needs an even head size, got "
-                              f"hidden_size / num_attention_heads = {self.head_size}")
+            yield (f"position_embedding_type 'rotary' needs an even head size, got hidden_size / "
+                   f"num_attention_heads = {self.head_size}")
         if self.local_rope_theta is not None and not (rotary and self.has_local_layers):
-            raise ConfigError("model config: local_rope_theta applies to rotary local layers; it needs "
-                              "position_embedding_type 'rotary', local_attention_window > 0 and "
-                              "global_attention_every_n_layers > 1")
+            yield ("local_rope_theta applies to rotary local layers; it needs position_embedding_type 'rotary', "
+                   "local_attention_window > 0 and global_attention_every_n_layers > 1")
         if (self.local_attention_window > 0) != (self.global_attention_every_n_layers > 1):
-            raise ConfigError(f"model config: local_attention_window ({self.local_attention_window}) and "
-                              f"global_attention_every_n_layers ({self.global_attention_every_n_layers}) go "
-                              f"together: a window > 0 with N > 1 makes local layers, 0 with 1 none")
+            yield (f"local_attention_window ({self.local_attention_window}) and global_attention_every_n_layers "
+                   f"({self.global_attention_every_n_layers}) go together: a window > 0 with N > 1 makes local "
+                   f"layers, 0 with 1 none")
         if not self.first_attention_norm and self.norm_position != "pre":
-            raise ConfigError("model config: first_attention_norm: false needs norm_position 'pre' "
-                              "(post-norm has no norm before attention)")
+            yield "first_attention_norm: false needs norm_position 'pre' (post-norm has no norm before attention)"
         if self.norm_type == "rms_norm" and self.norm_bias:
-            raise ConfigError("model config: norm_type 'rms_norm' has no bias; set norm_bias: false")
+            yield "norm_type 'rms_norm' has no bias; set norm_bias: false"
+        needed, available = 4 * self.parameter_count(), _memory_bytes()
+        if needed > available:
+            yield (f"its {self.parameter_count():,} parameters need {needed / 2**30:.1f} GiB in float32, more than "
+                   f"this machine's {available / 2**30:.1f} GiB of memory")
 
     def non_bert_keys(self) -> list[str]:
         """The keys that make this config other than 2018's BERT (whose checkpoints transformers'
@@ -324,3 +270,17 @@ def read_config_file(path: str | os.PathLike) -> tuple[Path, dict[str, Any]]:
     if not isinstance(values, dict):
         raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
     return path, values
+
+
+# The sizes' upper limits, from their annotations: what other groups of a run take of them (vocab_size, num_labels).
+SIZE_LIMITS = {name: rule.limit for name, annotation in field_annotations(BertConfig).items()
+               for rule in rules(annotation) if isinstance(rule, Size)}
+
+
+def field_message(name: str, value: Any, rule: Any, problem: str) -> str:
+    """A field's problem as a model config words it: `unknown hidden_act 'mish'; expected one of …`,
+    `hidden_size must be a positive integer, got 0`."""
+    if isinstance(rule, OneOf):
+        null = " (or null)" if type(None) in base_types(field_annotations(BertConfig)[name]) else ""
+        return f"unknown {name} {value!r}; expected one of {', '.join(map(str, rule))}{null}"
+    return f"{name} {problem}" + (f", got {value!r}" if problem.startswith("must") else "")

@@ -4,10 +4,12 @@ OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`). Before a r
 bertlab.training.checks.values checks every key of the composed config against the annotation of what takes
 it: `bertlab: error: <key>=<value>: must be in (0, inf)`. A taker decorated with `checks_arguments` also
 refuses such a value when Python code calls it: `warmup_schedule(schedule='step'): must be one of …`. Null is
-left to the code that takes the value.
+left to the code that takes the value. A dataclass that checks its own fields when it is built (bertlab.BertConfig,
+whose config.json files are untrusted input) runs the same rules on them, and its base types, with `field_problems`.
 
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
-unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration).
+unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
+numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)").
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -27,15 +30,18 @@ from bertlab.errors import ConfigError
 class Interval:
     bounds: str
     takes_text: bool = False
+    whole: bool = False
+    says: str = ""
 
     def violation(self, value: Any) -> str | None:
         """What `value` breaks of the interval ("must be …"), or None when it fits."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None if self.takes_text else f"must be a number in {self.bounds}"
+        if isinstance(value, bool) or not isinstance(value, int if self.whole else (int, float)):
+            number = "a whole number" if self.whole else "a number"
+            return None if self.takes_text else f"must be {self.says or f'{number} in {self.bounds}'}"
         low, high = (float(bound) for bound in self.bounds[1:-1].split(","))
         inside = ((low < value if self.bounds[0] == "(" else low <= value)
                   and (value < high if self.bounds[-1] == ")" else value <= high))
-        return None if inside and math.isfinite(value) else f"must be in {self.bounds}"
+        return None if inside and math.isfinite(value) else f"must be {self.says or f'in {self.bounds}'}"
 
 
 class OneOf(tuple):
@@ -49,16 +55,19 @@ class OneOf(tuple):
 
 
 @dataclass(frozen=True)
-class CheckedBy:
-    """The rule of the fields of a class that checks its own values when it is built: BertConfig, whose
-    config.json files are untrusted input too, is the model group's."""
-    name: str
+class Size:
+    """A size a file may ask for, which bertlab must not allocate blindly: a whole number from 1 (or 0, where
+    `zero` means none) to `limit`."""
+    limit: int
+    zero: bool = False
 
-    def violation(self, value: Any) -> None:
-        return None
+    def violation(self, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if self.zero else 1):
+            return "must be a positive integer"
+        return f"is {value:,}; bertlab accepts at most {self.limit:,}" if value > self.limit else None
 
 
-Rule = Interval | OneOf | CheckedBy
+Rule = Interval | OneOf | Size
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
 Probability = Annotated[float, PROBABILITY]
@@ -79,7 +88,7 @@ def metadata(annotation: Any) -> list:
 
 
 def rules(annotation: Any) -> tuple[Rule, ...]:
-    return tuple(item for item in metadata(annotation) if isinstance(item, (Interval, OneOf, CheckedBy)))
+    return tuple(item for item in metadata(annotation) if isinstance(item, (Interval, OneOf, Size)))
 
 
 def format_value(value: Any) -> str:
@@ -96,6 +105,50 @@ def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
     """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
     if problem := violation(rules_, value):
         raise ConfigError(f"{key}={format_value(value)}: {problem}")
+
+
+TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
+
+
+def field_problems(instance: Any) -> Iterator[tuple[str, Any, Rule | None, str]]:
+    """(field, value, the rule it breaks or None for its type, "must be …") for each field of the dataclass
+    `instance` whose value breaks the rules of its annotation or is not of its type (bool, int, float or
+    str; null where the annotation admits it)."""
+    for name, annotation in field_annotations(type(instance)).items():
+        value = getattr(instance, name)
+        if value is None and type(None) in base_types(annotation):
+            continue
+        rules_ = rules(annotation)
+        rule = next((rule for rule in rules_ if rule.violation(value)), None)
+        if rule is not None:
+            yield name, value, rule, rule.violation(value)
+        elif not rules_ and not is_of(value, base_types(annotation)):
+            yield name, value, None, f"must be {' or '.join(TYPE_WORDS[kind] for kind in base_types(annotation))}"
+
+
+@functools.lru_cache(maxsize=None)
+def field_annotations(cls: type) -> Mapping[str, Any]:
+    """The annotation of each field of the dataclass `cls` whose rules or base type the checks can judge."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {name: hints[name] for name in cls.__dataclass_fields__
+            if rules(hints[name]) or set(base_types(hints[name])) - {type(None)} <= set(TYPE_WORDS)}
+
+
+def base_types(annotation: Any) -> tuple[Any, ...]:
+    """The types `annotation` admits, without its metadata: `Dropout | None` → (float, NoneType)."""
+    if typing.get_origin(annotation) is Annotated:
+        return base_types(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return tuple(kind for argument in typing.get_args(annotation) for kind in base_types(argument))
+    return (annotation,)
+
+
+def is_of(value: Any, kinds: Sequence[Any]) -> bool:
+    """Whether `value` is of one of the scalar `kinds` as a config reads them: true is no integer, 1 a float."""
+    if isinstance(value, bool):
+        return bool in kinds
+    return any(kind is not bool and isinstance(value, (int, float) if kind is float else kind) for kind in kinds
+               if isinstance(kind, type))
 
 
 Taker = TypeVar("Taker", bound=Callable)

@@ -8,6 +8,7 @@ import pytest
 
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
+from bertlab.value_rules import OneOf, field_annotations, rules
 
 
 def small(**overrides) -> BertConfig:
@@ -52,6 +53,16 @@ def small(**overrides) -> BertConfig:
 def test_invalid_values_raise_config_error_naming_the_field(overrides, message):
     with pytest.raises(ConfigError, match=message):
         small(**overrides)
+
+
+def test_each_field_with_a_rule_refuses_a_value_outside_it_as_a_model_config():
+    """The fields' annotations are the rules BertConfig runs (bertlab.value_rules), worded as its config."""
+    ruled = {name: rules(annotation) for name, annotation in field_annotations(BertConfig).items() if rules(annotation)}
+    assert len(ruled) > 15
+    for name, (rule, *_) in ruled.items():
+        value = "surely-not-a-choice" if isinstance(rule, OneOf) else -1
+        with pytest.raises(ConfigError, match=f"^model config: (unknown )?{name} "):
+            small(**{name: value})
 
 
 def test_valid_edge_values_are_accepted():

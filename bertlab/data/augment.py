@@ -26,6 +26,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 from pathlib import Path
 
 import torch
@@ -35,6 +36,7 @@ from bertlab.data.sources import load_dataset_source, read_text_lines, require_c
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
+from bertlab.value_rules import Count, Interval, checks_arguments
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"
@@ -70,14 +72,12 @@ class Probabilities:
             raise ConfigError(f"max_ngram must be an integer >= 1, got {self.max_ngram!r}")
 
 
+@checks_arguments
 class MaskedLM:
     """A BertForMaskedLM and its tokenizer: its top-K whole-word predictions for one word masked in a text."""
 
-    def __init__(self, model: BertForMaskedLM, tokenizer: Tokenizer, *, top_k: int = 15, batch_size: int = 512,
-                 max_seq_length: int = 128, bf16: bool = False) -> None:
-        if top_k < 1 or batch_size < 1 or max_seq_length < 4:
-            raise ConfigError(f"masked LM: top_k and batch_size must be >= 1 and max_seq_length >= 4, "
-                              f"got {top_k}, {batch_size}, {max_seq_length}")
+    def __init__(self, model: BertForMaskedLM, tokenizer: Tokenizer, *, top_k: Count = 15, batch_size: Count = 512,
+                 max_seq_length: Annotated[int, Interval("[4, inf)")] = 128, bf16: bool = False) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         if tokenizer.padding is not None:  # words are encoded in batches, each on its own
@@ -189,13 +189,13 @@ def augment(examples: Sequence[Sequence[str]], copies: int, seed: int,
     return augmented
 
 
-def joined(examples: Sequence[Sequence[str]], count: int, seed: int, *, max_words: int = 20) -> list[Example]:
+@checks_arguments
+def joined(examples: Sequence[Sequence[str]], count: Annotated[int, Interval("[0, inf)", whole=True)], seed: int, *,
+           max_words: int = 20) -> list[Example]:
     """`count` texts that each join two training texts of 3 to `max_words` words with a connective (", but",
     ", and", ". ", …), the same for the same seed: texts of a sentence's length with a turn in them, for a
     task whose training texts are mostly phrases (SST-2's median 7 words; its validation sentences' 19).
     Single-text examples only; a joined text equal to an example or to another joined one is drawn again."""
-    if not isinstance(count, int) or count < 0:
-        raise ConfigError(f"joined must be an integer >= 0 (texts made of two training texts), got {count!r}")
     if count == 0:
         return []
     if any(len(example) != 1 for example in examples):

@@ -15,8 +15,10 @@ import numpy as np
 from torch.utils.data import DistributedSampler
 
 from bertlab.errors import ConfigError
+from bertlab.value_rules import Count, checks_arguments
 
 
+@checks_arguments
 class LengthGroupedSampler(DistributedSampler):
     """Seeded, resumable, rank-sharded order of row indices for training.
 
@@ -36,19 +38,15 @@ class LengthGroupedSampler(DistributedSampler):
     def __init__(
         self,
         lengths: Sequence[int] | np.ndarray,
-        batch_size: int,
+        batch_size: Count,
         *,
         seed: int = 0,
         epoch: int = 0,
-        mega_batch_factor: int = 50,
+        mega_batch_factor: Count = 50,
         num_replicas: int = 1,
         rank: int = 0,
         drop_short_batch: bool = False,
     ) -> None:
-        if batch_size < 1 or mega_batch_factor < 1:
-            raise ConfigError(
-                f"batch_size and mega_batch_factor must be >= 1, got {batch_size} and {mega_batch_factor}"
-            )
         if not 0 <= rank < num_replicas:
             raise ConfigError(f"rank must be in [0, num_replicas={num_replicas}), got {rank}")
         self.lengths = np.asarray(lengths, dtype=np.int64)

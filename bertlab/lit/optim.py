@@ -17,7 +17,7 @@ from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import NON_NEGATIVE, OneOf, Probability, checks_arguments
+from bertlab.value_rules import NON_NEGATIVE, Interval, OneOf, Probability, checks_arguments
 
 SCHEDULES = ("linear", "cosine", "constant")
 _ENCODER_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
@@ -35,13 +35,12 @@ def _depth(name: str, num_layers: int) -> tuple[str, int]:
     return "head", num_layers + 1
 
 
+@checks_arguments
 def parameter_groups(model: nn.Module, weight_decay: float, lr: float,
-                     layerwise_lr_decay: float | None = None) -> list[dict]:
+                     layerwise_lr_decay: Annotated[float, Interval("(0, 1]")] | None = None) -> list[dict]:
     """Optimizer groups, each named for LearningRateMonitor: 1-D parameters (biases, LayerNorm
     weights) get no weight decay; with `layerwise_lr_decay`, a parameter at depth d of L encoder
     layers trains at lr * decay ** (L + 1 - d) — embeddings lowest, heads at `lr`."""
-    if layerwise_lr_decay is not None and not 0.0 < layerwise_lr_decay <= 1.0:
-        raise ConfigError(f"layerwise_lr_decay must be in (0, 1], got {layerwise_lr_decay!r}")
     named = [(name, param) for name, param in model.named_parameters() if param.requires_grad]
     layer_indices = [int(m.group(1)) for name, _ in named if (m := _ENCODER_LAYER.search(name))]
     num_layers = max(layer_indices) + 1 if layer_indices else 0

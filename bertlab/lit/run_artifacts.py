@@ -8,6 +8,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Annotated
 
 import lightning as L
 import torch
@@ -19,9 +20,10 @@ from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.files import write_atomically
 from bertlab.metrics import named_for_their_sets, plot_metrics, read_metrics, summarise_metrics
-from bertlab.value_rules import NonNegative, checks_arguments
+from bertlab.value_rules import NonNegative, OneOf, checks_arguments
 
 
+@checks_arguments
 class ExportPretrained(L.Callback):
     """At the end of fit, exports `module.model` with the tokenizer (`tokenizer`, else the datamodule's
     `tokenizer`) to `dirpath` as a Hugging Face–format directory, from rank 0.
@@ -31,9 +33,8 @@ class ExportPretrained(L.Callback):
     no checkpoint was saved).
     """
 
-    def __init__(self, dirpath: str, weights: str = "final", tokenizer: Tokenizer | None = None):
-        if weights not in ("final", "best"):
-            raise ConfigError(f"ExportPretrained.weights must be 'final' or 'best', got {weights!r}")
+    def __init__(self, dirpath: str, weights: Annotated[str, OneOf("final", "best")] = "final",
+                 tokenizer: Tokenizer | None = None):
         self.dirpath = dirpath
         self.weights = weights
         self.tokenizer = tokenizer

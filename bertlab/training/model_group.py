@@ -46,9 +46,8 @@ def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | Non
 
 
 def check_model(config: DictConfig) -> None:
-    """The group's values make a model BertConfig accepts (sizes, divisibility, memory: BertConfig's checks
-    are the group's rule, bertlab.value_rules.CheckedBy), before any data is prepared. With `init_from`, see
-    `check_loaded_model`."""
+    """The group's values make a model BertConfig accepts (the rules of its fields' annotations, divisibility,
+    memory), before any data is prepared. With `init_from`, see `check_loaded_model`."""
     if not config.model.init_from:
         model_config(config.model, vocab_size=OmegaConf.select(config, "tokenizer.vocab_size", default=None) or 30522)
 

@@ -19,7 +19,7 @@ from omegaconf import MISSING
 
 from bertlab.config import SIZE_LIMITS, BertConfig
 from bertlab.tokenizer import WordPieceOptions
-from bertlab.value_rules import CheckedBy, Interval, OneOf, Positive, Seed
+from bertlab.value_rules import Interval, OneOf, Positive, Seed
 
 # BertConfig fields a run takes from its tokenizer (vocab_size, pad_token_id) and data (the labels), or
 # that only a checkpoint's config.json carries (architectures, pruned_heads).
@@ -28,9 +28,8 @@ FROM_TOKENIZER_AND_DATA = ("vocab_size", "pad_token_id", "num_labels", "id2label
 
 
 def _model_schema() -> type:
-    types = typing.get_type_hints(BertConfig)
-    checked = CheckedBy("bertlab.BertConfig")  # their rule: BertConfig's checks (bertlab.training.model_group)
-    fields = [(f.name, Annotated[types[f.name], checked], field(default=f.default))
+    types = typing.get_type_hints(BertConfig, include_extras=True)  # with their rules, which BertConfig checks
+    fields = [(f.name, types[f.name], field(default=f.default))
               for f in dataclasses.fields(BertConfig) if f.name not in FROM_TOKENIZER_AND_DATA]
     return dataclasses.make_dataclass("ModelSchema", [("init_from", Optional[str], field(default=None)),
                                                       ("allow_reinitialised", bool, field(default=False)), *fields])

@@ -19,7 +19,7 @@ from bertlab.training.checks import combinations
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.checks.values import NOT_JUDGED, argument_declaration, declarations
 from bertlab.training.schema import SCHEMAS
-from bertlab.value_rules import POSITIVE, CheckedBy, OneOf, check_rules
+from bertlab.value_rules import POSITIVE, OneOf, check_rules
 from tests.training.shipped_configs import composed_trees
 
 # Keys whose strings come from a fixed set: each must have its choices declared.
@@ -76,7 +76,7 @@ def test_enumerated_keys_declare_their_choices(config_module):
     found = {declaration.key: declaration.rules for name in SCHEMAS
              for declaration in declarations(OmegaConf.to_container(compose(name), resolve=False), SCHEMAS[name])}
     assert {key: found[key] for key in ENUMERATED
-            if len(found[key]) != 1 or not isinstance(found[key][0], (OneOf, CheckedBy))} == {}
+            if len(found[key]) != 1 or not isinstance(found[key][0], OneOf)} == {}
 
 
 @pytest.mark.slow
@@ -124,5 +124,5 @@ def test_the_message_names_key_value_and_rule():
 def test_a_compile_mode_needs_compile(config_module):
     config = compose("train", overrides=["task.compile_mode=reduce-overhead"], return_hydra_config=True)
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
-        combinations.check_compile_mode(config)
-    combinations.check_compile_mode(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]))
+        combinations.check(config)
+    combinations.check(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]))

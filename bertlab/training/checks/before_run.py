@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 
 from bertlab.training import budget, extras
 from bertlab.training.checks import combinations, environment
-from bertlab.training.checks.known_keys import check_known_keys, check_model_keys
+from bertlab.training.checks.known_keys import check_known_keys
 from bertlab.training.checks.values import check_tokenizer_options, check_values, overridden_keys
 from bertlab.training.model_group import check_init_from, check_loaded_model, check_model
 from bertlab.training.requirements import check_requirements
@@ -24,7 +24,6 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     combinations.check_command(config)
     extras.check_logger_packages(config)
     check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
-    check_model_keys(config)
     check_model(config)
     overridden = overridden_keys(config.hydra.overrides.task)
     check_values(config, overridden)
@@ -34,11 +33,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     environment.check_search_space(config)
     environment.check_checkpoints(config)
     check_loaded_model(config, overridden)
-    combinations.check_transfer(config)
-    combinations.check_embedding_student(config)
-    combinations.check_copy_pairs(config)
-    combinations.check_compile_mode(config)
-    combinations.check_token_task(config)
+    combinations.check(config)
     check_tokenizer_options(config)
     budget.check_overrides(config, overridden)
     if run_dir is None:

@@ -1,4 +1,5 @@
-"""The rules between config keys: each value may be fine on its own and still not go with another."""
+"""The rules between config keys: each value may be fine on its own and still not go with another. Each
+rule says what is wrong ("…; set …"), or None; `check` refuses the first that finds something."""
 
 from __future__ import annotations
 
@@ -14,37 +15,47 @@ def check_command(config: DictConfig) -> None:
         raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
 
 
-def check_transfer(config: DictConfig) -> None:
+def check(config: DictConfig) -> None:
+    """The rules between the keys of the groups, in order."""
+    if problem := next(filter(None, (rule(config) for rule in RULES)), None):
+        raise ConfigError(problem)
+
+
+def transfer(config: DictConfig) -> str | None:
     """A transfer set's rows have no gold label: only a distillation's teacher can label them."""
-    transfer = OmegaConf.select(config, "data.transfer", default=None)
-    if not transfer or not any(transfer.get(key) for key in ("copies", "joined", "unlabelled")):
-        return
+    settings = OmegaConf.select(config, "data.transfer", default=None)
+    if not settings or not any(settings.get(key) for key in ("copies", "joined", "unlabelled")):
+        return None
     if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
-        raise ConfigError("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
+        return ("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
                           "(or +recipe=sst2_distill), or set data.transfer.copies=0, data.transfer.joined=0 "
-                          "and data.transfer.unlabelled=null")
+                "and data.transfer.unlabelled=null")
+    return None
 
 
-def check_embedding_student(config: DictConfig) -> None:
+def embedding_student(config: DictConfig) -> str | None:
     """A sentence-embedding distillation trains a pretrained student: it has no architecture of its own."""
     if str(OmegaConf.select(config, "task._target_", default="")).endswith(".EmbeddingDistillationModule") \
             and not OmegaConf.select(config, "model.init_from"):
-        raise ConfigError("model.init_from is not set: sentence-embedding distillation trains a pretrained student; "
-                          "point it at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
-                          "(python -m bertlab train +recipe=mlm_tiny_wiki)")
+        return ("model.init_from is not set: sentence-embedding distillation trains a pretrained student; point it "
+                "at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
+                "(python -m bertlab train +recipe=mlm_tiny_wiki)")
+    return None
 
 
-def check_copy_pairs(config: DictConfig) -> None:
+def copy_pairs(config: DictConfig) -> str | None:
     copy_pair_prob = OmegaConf.select(config, "data.copy_pair_prob", default=None)
     if copy_pair_prob and OmegaConf.select(config, "task.nsp", default=False):
-        raise ConfigError(f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment is "
-                          f"neither the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
+        return (f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment is neither "
+                f"the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
+    return None
 
 
-def check_compile_mode(config: DictConfig) -> None:
-    compile_mode = OmegaConf.select(config, "task.compile_mode", default=None)
-    if compile_mode is not None and not OmegaConf.select(config, "task.compile", default=False):
-        raise ConfigError(f"task.compile_mode={compile_mode} needs task.compile=true")
+def compile_mode(config: DictConfig) -> str | None:
+    mode = OmegaConf.select(config, "task.compile_mode", default=None)
+    if mode is not None and not OmegaConf.select(config, "task.compile", default=False):
+        return f"task.compile_mode={mode} needs task.compile=true"
+    return None
 
 
 # A task that reads its own kind of data, and the data: (module, data module, task option, what it does, data to give).
@@ -55,14 +66,18 @@ PAIRED_TASKS = ((".TokenClassificationModule", ".TokenClassificationDataModule",
                  "a SQuAD dataset such as data=squad"))
 
 
-def check_token_task(config: DictConfig) -> None:
+def token_task(config: DictConfig) -> str | None:
     """A token classifier reads tagged words, a span head questions with answers, a sentence classifier labelled
     texts: task and data go in pairs."""
     task = str(OmegaConf.select(config, "task._target_", default=""))
     data = str(OmegaConf.select(config, "data._target_", default=""))
     for module, data_module, option, does, holds, example in PAIRED_TASKS:
         if data.endswith(data_module) and not task.endswith(module) and config.get("command") == "fine-tune":
-            raise ConfigError(f"data={data.rsplit('.', 1)[-1]} {holds}: fine-tune it with task={option} "
-                              f"(task._target_ is {OmegaConf.select(config, 'task._target_')})")
+            return (f"data={data.rsplit('.', 1)[-1]} {holds}: fine-tune it with task={option} "
+                    f"(task._target_ is {OmegaConf.select(config, 'task._target_')})")
         if task.endswith(module) and not data.endswith(data_module):
-            raise ConfigError(f"task={option} {does}: give it {example} (data._target_ is {data})")
+            return f"task={option} {does}: give it {example} (data._target_ is {data})"
+    return None
+
+
+RULES = (transfer, embedding_student, copy_pairs, compile_mode, token_task)

@@ -2,12 +2,13 @@
 what takes its value (bertlab.value_rules) — an argument of the `_target_` its group builds, a field of the
 command's schema, of the tokenizer group's or of a settings dataclass an argument names (`data.transfer`:
 TransferSettings); for the arguments of other libraries' classes, the type of their annotation and the
-range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, which
-checks them itself (their rule is CheckedBy: bertlab.training.model_group.check_model).
+range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, annotated
+with their rules; BertConfig runs them itself, in a model config's words (bertlab.training.model_group.check_model).
 
 Every value is checked against its range or choices; a value the command line set for a `_target_`'s
 argument also against its type (Hydra's schemas type the other keys while composing).
 tests/training/test_key_rules.py walks `declarations` of every shipped config: each key has exactly one.
+The same walk says which keys nothing reads (bertlab.training.checks.known_keys).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Declaration:
     taker: str
     annotation: Any = NOT_JUDGED
     rules: tuple[Rule, ...] = ()
+    known: bool = True  # whether some part of bertlab reads the key
 
 
 def overridden_keys(overrides: Sequence[str]) -> list[str]:
@@ -62,6 +64,8 @@ def check_values(config: DictConfig, overridden: Collection[str]) -> None:
     tree = OmegaConf.to_container(config, resolve=False)
     tree.pop("hydra", None)
     for declaration in declarations(tree, SCHEMAS[config.hydra.job.config_name]):
+        if declaration.key.startswith("model."):  # checked by BertConfig (check_model, check_loaded_model)
+            continue
         value = declaration.value
         if declaration.rules and isinstance(value, str) and "${" in value:
             value = OmegaConf.select(config, declaration.key, default=None)  # as its taker will get it
@@ -94,52 +98,62 @@ def check_tokenizer_options(config: DictConfig) -> None:
         WordPieceOptions(**{option.name: tokenizer[option.name] for option in dataclasses.fields(WordPieceOptions)})
 
 
-def declarations(tree: dict, schema: type) -> Iterator[Declaration]:
+def declarations(tree: dict, schema: type, read: Collection[str] = ()) -> Iterator[Declaration]:
     """The declaration of each leaf key of a composed config (`tree`, its container without `hydra`, and
-    the command's `schema`); a key that nothing declares has neither annotation nor rules."""
+    the command's `schema`); a key that nothing declares has neither annotation nor rules, and is `known`
+    only where `read` (the keys interpolations read) or READ_BY_CODE names it or a key below it."""
     hints = typing.get_type_hints(schema, include_extras=True)
     for name, value in tree.items():
         if name in GROUP_SCHEMAS and isinstance(value, dict):
             yield from field_declarations(name, value, GROUP_SCHEMAS[name])
         elif isinstance(value, dict) and hints.get(name) in (Any, typing.Optional[Any]):  # a group
-            yield from group_declarations(name, value)
+            yield from group_declarations(name, value, {*read, *READ_BY_CODE})
         else:
             annotation = hints.get(name, NOT_JUDGED)
-            yield Declaration(name, value, f"field {name!r} of {schema.__name__}", annotation, rules(annotation))
+            yield Declaration(name, value, f"field {name!r} of {schema.__name__}", annotation, rules(annotation),
+                              known=name in hints)
 
 
-def field_declarations(prefix: str, node: dict, fields_of: type) -> Iterator[Declaration]:
+def field_declarations(prefix: str, node: dict, fields_of: type, settings: bool = False) -> Iterator[Declaration]:
+    """The fields of a schema, or of `settings` that report an unknown key themselves (TransferSettings)."""
     hints = typing.get_type_hints(fields_of, include_extras=True)
     for name, value in node.items():
         annotation = hints.get(name, NOT_JUDGED)
         yield Declaration(f"{prefix}.{name}", value, f"field {name!r} of {fields_of.__qualname__}", annotation,
-                          rules(annotation))
+                          rules(annotation), known=settings or name in hints)
 
 
-def group_declarations(prefix: str, node: dict) -> Iterator[Declaration]:
+def group_declarations(prefix: str, node: dict, read: Collection[str], reach: str | None = None
+                       ) -> Iterator[Declaration]:
+    """The keys below `node` at `prefix`. A plain mapping's keys (no `_target_`) are read as a whole from
+    `reach`, the key of the group entry they lie in: `paths.data_dir`, or a mapping an interpolation reads."""
     target = node.get("_target_")
+    parameters = target_parameters(target) if isinstance(target, str) else None
     for name, value in node.items():
         key = f"{prefix}.{name}"
         if name in HYDRA_KEYS:
             continue
         if isinstance(value, dict) and "_target_" in value:
-            yield from group_declarations(key, value)
+            yield from group_declarations(key, value, read)
         elif isinstance(target, str):
             annotation, rules_ = argument_declaration(target, name)
             settings = next((item for item in metadata(annotation) if isinstance(item, type)
                              and dataclasses.is_dataclass(item)), None)  # whose fields are the mapping's keys
             if settings is not None and isinstance(value, dict):
-                yield from field_declarations(key, value, settings)
+                yield from field_declarations(key, value, settings, settings=True)
             else:
-                yield Declaration(key, value, f"argument {name!r} of {target}", annotation, rules_)
-        elif prefix in NAMED_SPECS and value is None:
+                yield Declaration(key, value, f"argument {name!r} of {target}", annotation, rules_,
+                                  known=parameters is None or name in parameters)
+        elif prefix in NAMED_SPECS and not isinstance(value, dict):  # each entry is built by its own `_target_`
             yield Declaration(key, value, f"an entry of the {prefix} group, null: left out", Mapping | None)
         elif isinstance(value, dict):
-            yield from group_declarations(key, value)
-        elif key in READ_BY_CODE:
-            yield Declaration(key, value, "bertlab's code", READ_BY_CODE[key])
+            yield from group_declarations(key, value, read, None if prefix in NAMED_SPECS else reach or key)
         else:
-            yield Declaration(key, value, "nothing")
+            path = reach or key
+            yield Declaration(key, value, "bertlab's code" if key in READ_BY_CODE else "nothing",
+                              READ_BY_CODE.get(key, NOT_JUDGED),
+                              known=any(ref == path or ref.startswith(f"{path}.") or path.startswith(f"{ref}.")
+                                        for ref in read))
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,6 +175,30 @@ def argument_declaration(target: str, name: str) -> tuple[Any, tuple[Rule, ...]]
             break
     library = tuple(LIBRARY_ARGUMENTS[owner][name] for owner in owners if name in LIBRARY_ARGUMENTS.get(owner, {}))
     return annotation, rules(annotation) + library[:1]
+
+
+@functools.lru_cache(maxsize=None)
+def target_parameters(target: str) -> frozenset[str] | None:
+    """The argument names of `target`; None when it takes any (**kwargs) or cannot be imported."""
+    module_name, _, attribute = target.rpartition(".")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+        return accepted_parameters(function)
+    except Exception:  # an unimportable target is reported when it is instantiated
+        return None
+
+
+def accepted_parameters(function: Any) -> frozenset[str] | None:
+    """The argument names of `function`; None when it takes any (**kwargs), unless it is a bertlab class that
+    passes its **kwargs on to its base class (GeneralDistillationModule to PretrainingModule): the base's then."""
+    parameters = inspect.signature(function).parameters
+    if not any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return frozenset(parameters)
+    base = function.__mro__[1] if inspect.isclass(function) and function.__module__.startswith("bertlab.") else None
+    inherited = accepted_parameters(base) if base is not None and base.__module__.startswith("bertlab.") else None
+    if inherited is None:
+        return None
+    return inherited | {name for name, parameter in parameters.items() if parameter.kind is not parameter.VAR_KEYWORD}
 
 
 def signature_parameters(function: Any) -> Mapping[str, inspect.Parameter]:
