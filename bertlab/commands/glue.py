@@ -38,6 +38,7 @@ from bertlab.errors import CheckpointError, UsageError
 from bertlab.training.app import launch
 from bertlab.training.fit import run_training
 from bertlab.training.glue import GLUE_SMALL, GLUE_TASKS, finished
+from bertlab.training.glue_suite import check_finished_jobs
 from bertlab.training.model_group import ARCHITECTURE_KEYS
 from bertlab.training.run_folder import HF_MODEL
 
@@ -163,4 +164,4 @@ def glue_job(cfg: DictConfig) -> str | None:
 def main(argv: list[str], prog: str) -> None:
     checkpoint, options, overrides = parse(argv)
     for suite_overrides in suite_launches(checkpoint, options):
-        launch("fine_tune", glue_job, [*suite_overrides, *overrides], prog)
+        launch("fine_tune", glue_job, [*suite_overrides, *overrides], prog, also_check=check_finished_jobs)

@@ -1,42 +1,45 @@
-"""Runs a training command under Hydra with bertlab's config tree and recipes, and turns every error
-of a launch into one `bertlab: error: …` line.
+"""Runs a training command with bertlab's config tree and recipes: composes its config and checks it
+(bertlab.training.checks.before_run) before anything is created, then runs it, or sweeps it (-m) through Hydra's
+sweeper and launcher; an error of Hydra or OmegaConf about the config becomes a bertlab error, which
+bertlab.cli reports in one line.
 
 Configs ship inside the package (`bertlab.conf` is the repository's `conf/`, `bertlab.recipes` its
 `recipes/`), so commands work from any directory and after a non-editable install. Recipes are
 whole experiments (`# @package _global_`) registered as the config group `recipe`: `+recipe=mlm_tiny`.
 
-bertlab neither parses the command line nor composes the config itself: Hydra does, once per launch
-(its `_run_hydra` composes to find the mode, then to run) and once per job of a sweep.
-HYDRA_FULL_ERROR makes it raise its errors instead of printing them, so that `user_error` rewrites
-them here, in one place.
+bertlab neither parses the overrides nor composes the config itself: Hydra does, once to check, once to run
+(and once per job of a sweep).
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import importlib
 import importlib.resources
+import itertools
 import logging
 import os
 import re
-import shutil
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import hydra
+from hydra import initialize_config_module
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.recipe_files import recipe_names, recipe_text
-from bertlab.training import run_folder, schema
+from bertlab.training import schema
+from bertlab.training.checks.before_run import check
 from bertlab.training.extras import missing_plugin_message
-from bertlab.training.preflight import Stop, jobs_run_here, launch_state, raise_job_refusal
 from bertlab.training.run_folder import is_rank_zero
 from bertlab.training.run_folder_checks import check_output_folder
 from bertlab.value_rules import format_value
@@ -46,12 +49,12 @@ CONFIG_MODULE = "bertlab.conf"
 # Hydra's flags, and those of them that take a value: bertlab takes them anywhere on the command
 # line (`fine-tune +recipe=sst2 -m seed=1,2,3`); Hydra's parser wants them before the overrides.
 HYDRA_FLAGS = {"-h", "--help", "-hh", "--hydra-help", "--version", "--resolve", "-m", "--multirun",
-               "-c", "--cfg", "-p", "--package", "-i", "--info", "-cp", "--config-path", "-cn", "--config-name",
-               "-cd", "--config-dir", "-sc", "--shell-completion", "--experimental-rerun"}
+               "-c", "--cfg", "-p", "--package", "-i", "--info", "-cn", "--config-name",
+               "-cd", "--config-dir", "-sc", "--shell-completion"}
 CFG_CHOICES = ("job", "hydra", "all")
+INFO_CHOICES = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
 AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*?)'")
-FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn", "--config-name",
-                    "-cd", "--config-dir", "-sc", "--shell-completion", "--experimental-rerun"}
+FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-cn", "--config-name", "-cd", "--config-dir"}
 
 
 def local_or_hub(data_dir: str | None, local_name: str, hub_id: str) -> str:
@@ -127,47 +130,107 @@ def register_configs() -> None:
         store.store(group="recipe", name=name, node=OmegaConf.create(recipe_text(name)), package="_global_")
 
 
-def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[str], prog: str) -> None:
-    """Runs `task` on the config composed from `config_name` and the command line `argv`;
-    `prog` is "bertlab <command>"."""
+def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[str], prog: str,
+           also_check: Callable[[DictConfig], object] | None = None) -> None:
+    """Runs `task` on the config composed from `config_name` and the command line `argv`, or sweeps it (-m) through
+    the configured sweeper and launcher; `prog` is "bertlab <command>". The config, and each job of a sweep over
+    listed values, is composed and checked before anything is created (`also_check` checks the config of the run,
+    or of the sweep as a whole, too); an error of Hydra or OmegaConf about the config leaves as a bertlab error."""
     register_configs()
-    argv = flags_first(argv)
+    arguments = command_line(prog).parse_args(flags_first(argv))
+    overrides = list(arguments.overrides)
     if not is_rank_zero():
         # Lightning's DDP launcher restarts this command line for the other ranks: only rank 0 writes
         # Hydra's .hydra/ folder and log file.
-        argv = [*argv, "hydra.output_subdir=null", "hydra/job_logging=stdout"]
-    command_line = sys.argv
-
-    @hydra.main(config_path=f"pkg://{CONFIG_MODULE}", config_name=config_name, version_base="1.3")
-    def hydra_main(cfg: DictConfig) -> object:
-        sys.argv = command_line  # what Lightning's DDP launcher re-runs for the other ranks
-        try:
-            raise_job_refusal()
-            return task(cfg)
-        except Exception as error:
-            if user_error(error) is not None:
-                remove_refused_run(HydraConfig.get())
-            if not jobs_run_here(HydraConfig.get()):
-                raise  # into the job's result, which the launching process reads and reports
-            raise Stop(error) from None
-
-    sys.argv = [prog.replace(" ", "-"), *argv]  # Hydra reads its arguments from sys.argv
-    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises; user_error below reports
-    launch_state.reset()
+        overrides += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
+    if arguments.config_dir is not None:
+        overrides.append(f"hydra.searchpath=[file://{Path(arguments.config_dir).absolute()}]")
     try:
-        hydra_main()
-    except (Exception, Stop) as caught:
-        remove_refused_sweep_folder()
-        error = caught.error if isinstance(caught, Stop) else caught
+        with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+            # hydra.main (Hydra 1.3.8) reads its command line from sys.argv only; the Hydra object of the Compose API
+            # runs, sweeps, shows and helps as hydra.main does, with the command line given here.
+            hydra_app = GlobalHydra.instance().hydra
+            run_command(hydra_app, arguments.config_name or config_name, task, arguments, overrides, also_check)
+    except Exception as error:
         reported = user_error(error)
-        if reported is None:
-            raise error
-        if os.environ.get("BERTLAB_DEBUG"):  # the traceback where it was raised, or of Hydra's error
-            raise reported from (error if reported.__traceback__ is None else None)
-        print(f"bertlab: error: {reported}", file=sys.stderr)
-        raise SystemExit(1) from None
-    finally:
-        sys.argv = command_line
+        if reported is None or reported is error:
+            raise
+        raise reported from (error if reported.__traceback__ is None else None)
+
+
+def run_command(hydra_app, config_name: str, task: Callable[[DictConfig], object], arguments: argparse.Namespace,
+                overrides: list[str], also_check: Callable[[DictConfig], object] | None) -> None:
+    """What Hydra's flags ask for; without one, the checked run or sweep."""
+    if arguments.help or arguments.hydra_help:
+        show_help = hydra_app.app_help if arguments.help else hydra_app.hydra_help
+        show_help(config_name=config_name, args_parser=command_line(""), args=arguments)
+    elif arguments.cfg is not None:
+        hydra_app.show_cfg(config_name=config_name, overrides=overrides, cfg_type=arguments.cfg,
+                           package=arguments.package, resolve=arguments.resolve)
+    elif arguments.info is not None:
+        hydra_app.show_info(arguments.info, config_name=config_name, overrides=overrides)
+    elif arguments.shell_completion:
+        hydra_app.shell_completion(config_name=config_name, overrides=overrides)
+    elif arguments.version:
+        print(f"Hydra {hydra.__version__}")
+    else:
+        mode = hydra_app.get_mode(config_name=config_name, overrides=overrides)
+        if mode is None or (arguments.multirun and mode == RunMode.RUN):
+            mode = RunMode.MULTIRUN if arguments.multirun else RunMode.RUN
+            overrides = [*overrides, f"hydra.mode={mode.name}"]
+        configs = list(checked_configs(hydra_app, config_name, overrides, mode))
+        for config, run_dir, new_run in configs:
+            check(config, run_dir, new_run)
+        if also_check is not None:
+            also_check(configs[0][0])
+        run = hydra_app.run if mode == RunMode.RUN else hydra_app.multirun
+        run(config_name=config_name, task_function=task, overrides=overrides)
+
+
+def checked_configs(hydra_app, config_name: str, overrides: list[str],
+                    mode: RunMode) -> Iterator[tuple[DictConfig, Path | None, bool]]:
+    """(config, its run folder, whether the launch creates it) of what a launch in `mode` runs: the run, or the sweep
+    as a whole and each job of its sweeps over listed values (`seed=1,2`, `glue=cola,rte`), numbered as Hydra's basic
+    sweeper numbers them. A sweeper's ranges (`tag(log, interval(…))`) are checked as search spaces, with the sweep."""
+    config = hydra_app.compose_config(config_name=config_name, overrides=overrides, run_mode=mode,
+                                      with_log_configuration=False)
+    if mode == RunMode.RUN:
+        yield config, Path(config.hydra.run.dir), True
+        return
+    check_output_folder(config.hydra.sweep.dir)
+    yield config, None, False
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    fixed = [text for text, item in zip(overrides, parsed) if not item.is_sweep_override()]
+    listed = [[f"{item.get_key_element()}={value}" for value in item.sweep_string_iterator()]
+              for item in parsed if item.is_sweep_override() and item.is_discrete_sweep()]
+    for number, job in enumerate(itertools.product(*listed)):
+        config = hydra_app.compose_config(config_name=config_name, overrides=[*fixed, *job], run_mode=mode,
+                                          with_log_configuration=False)
+        with open_dict(config.hydra.job):
+            config.hydra.job.num = number
+        yield config, Path(config.hydra.sweep.dir) / str(config.hydra.sweep.subdir), False
+
+
+def command_line(prog: str) -> argparse.ArgumentParser:
+    """Hydra's flags that bertlab takes, and the overrides; Hydra's help lists them."""
+    parser = argparse.ArgumentParser(prog=prog, add_help=False)
+    parser.add_argument("overrides", nargs="*", help="Any key=value arguments to override config values "
+                                                     "(use dots for.nested=overrides)")
+    parser.add_argument("-h", "--help", action="store_true", help="Application's help")
+    parser.add_argument("-hh", "--hydra-help", action="store_true", help="Hydra's help")
+    parser.add_argument("--version", action="store_true", help="Show Hydra's version and exit")
+    parser.add_argument("-c", "--cfg", choices=CFG_CHOICES, help="Show config instead of running [job|hydra|all]")
+    parser.add_argument("--resolve", action="store_true", help="Used in conjunction with --cfg, resolve config "
+                                                                "interpolations before printing.")
+    parser.add_argument("-p", "--package", help="Config package to show")
+    parser.add_argument("-m", "--multirun", action="store_true", help="Run multiple jobs with the configured launcher "
+                                                                      "and sweeper")
+    parser.add_argument("-sc", "--shell-completion", action="store_true", help="Install or Uninstall shell completion")
+    parser.add_argument("-cn", "--config-name", help="Overrides the config_name specified in hydra.main()")
+    parser.add_argument("-cd", "--config-dir", help="Adds an additional config dir to the config search path")
+    parser.add_argument("-i", "--info", nargs="?", const="all", choices=INFO_CHOICES, help="Print Hydra information [all|config|"
+                                                                     "defaults|defaults-tree|plugins|searchpath]")
+    return parser
 
 
 def flags_first(argv: list[str]) -> list[str]:
@@ -192,36 +255,6 @@ def flags_first(argv: list[str]) -> list[str]:
     return [*flags, *overrides]
 
 
-def remove_refused_run(hydra_config: DictConfig) -> None:
-    """A run refused before it wrote results (a bad teacher, a corrupt tokenizer) leaves nothing it created:
-    not its folder with Hydra's .hydra/ and log, not the folders above it that its launch made. A job of a
-    sweep leaves no folder of its own either; the sweep folder goes with `remove_refused_sweep_folder`."""
-    run_dir = Path(hydra_config.runtime.output_dir).absolute()
-    if hydra_config.mode == RunMode.RUN:
-        created = launch_state.run_folder_created
-        if created is None or run_folder.holds_results(run_dir) or not is_rank_zero():
-            return
-        shutil.rmtree(run_dir, ignore_errors=True)
-        folder = run_dir.parent  # and those above it the launch made, unless another run has written there since
-        while folder != created.parent and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-            folder = folder.parent
-    elif Path(hydra_config.sweep.dir).absolute() in run_dir.parents and not run_folder.holds_results(run_dir):
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def remove_refused_sweep_folder() -> None:
-    """A sweep whose jobs were all refused (before any started, or each removed by `remove_refused_run`)
-    leaves no folder behind (Hydra creates it before composing the jobs)."""
-    folder = launch_state.sweep_folder_created
-    if folder is None:
-        return
-    # Hydra's record of the sweep is all that is left when every job that started was refused (and removed).
-    only_hydra = folder.is_dir() and {path.name for path in folder.iterdir()} <= {".hydra", "multirun.yaml"}
-    if not launch_state.job_started or only_hydra:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def user_error(error: BaseException) -> BertlabError | None:
     """The BertlabError behind `error` (Hydra's instantiate and OmegaConf's resolvers wrap the errors
     raised inside them), or a one-line ConfigError for an error of Hydra or OmegaConf about the config;
@@ -234,7 +267,7 @@ def user_error(error: BaseException) -> BertlabError | None:
         chain.append(cause)
         cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
     for cause in chain:
-        if type(cause).__name__ == "MisconfigurationException":  # Lightning's, wrapped by Hydra's instantiate
+        if isinstance(cause, MisconfigurationException):  # Lightning's, wrapped by Hydra's instantiate
             return ConfigError(f"Lightning refused the trainer settings: {one_line(cause)}; check the trainer.* "
                                f"and callbacks.* keys")
         if isinstance(cause, (ValidationError, ConfigKeyError, ConfigAttributeError, MissingConfigException,

@@ -3,8 +3,7 @@ checkpoint to resume from, the data and the LightningModule (bertlab.training.mo
 precision where `trainer.precision: fastest` asks for it (bertlab.training.precision) and the length of
 training a time budget affords (bertlab.training.budget), then the Trainer with its callbacks, loggers and
 plugins, built once, `fit`, the Hugging Face export and the summary. Before it, Hydra has composed the
-config, its callback `Preflight` (conf/hydra/default.yaml, bertlab.training.preflight) has checked it,
-and Hydra has made the run folder.
+config, bertlab.training.app.launch has checked it, and Hydra has made the run folder.
 
 Exact resume: a run restarted from a checkpoint ends with the same weights and metrics.csv as one
 never interrupted. Lightning restores the model, optimizer, scheduler and loop counters; the

@@ -1,4 +1,5 @@
-"""The Hydra callback of a `glue` sweep, which bertlab.commands.glue registers on its command lines."""
+"""The Hydra callback of a `glue` sweep, which bertlab.commands.glue registers on its command lines, and the check
+of the jobs a suite run again skips."""
 from __future__ import annotations
 
 import time
@@ -12,7 +13,6 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.errors import ConfigError
 from bertlab.training.glue import GLUE_CSV, finished, job_configs
 from bertlab.training.glue_report import write_glue_table
-from bertlab.training.preflight import refusing
 from bertlab.training.sweeps import run_overrides
 from bertlab.value_rules import format_value
 
@@ -50,16 +50,12 @@ def check_finished_jobs(config: DictConfig) -> None:
 
 class GlueSuite(Callback):
     """Hydra callback of a `glue` sweep: progress over the whole suite (which task and seed, how many
-    left, ETA from the jobs run so far), the check that the jobs it will skip ran with its settings, and the
-    GLUE table when the sweep ends."""
+    left, ETA from the jobs run so far), and the GLUE table when the sweep ends."""
 
     def __init__(self, jobs: int, done_before: int = 0):
         """`jobs` of the whole suite, `done_before` of them by the suite's earlier sweeps (tasks at other rates)."""
         self.jobs, self.started, self.ran, self.seconds = jobs, done_before, 0, 0.0
         self.job_start = time.perf_counter()
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        refusing(lambda: check_finished_jobs(config))
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.started += 1

@@ -64,7 +64,7 @@ def pretraining_module(cfg: DictConfig, datamodule) -> PretrainingModule:
 
 
 def embedding_distillation_module(cfg: DictConfig, datamodule) -> EmbeddingDistillationModule:
-    """The student of `model.init_from` (required, see bertlab.training.preflight) with its weights."""
+    """The student of `model.init_from` (required, see bertlab.training.checks) with its weights."""
     config = checkpoint_config(cfg)
     module = instantiate(cfg.task, _partial_=True)(
         config, optimizer=instantiate(cfg.optimizer), scheduler=instantiate(cfg.scheduler))
