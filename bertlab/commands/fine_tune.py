@@ -8,8 +8,8 @@ a sweeper such as Optuna (hydra/sweeper=optuna) optimises. The route: bertlab.tr
 from __future__ import annotations
 
 from bertlab.training.app import launch
-from bertlab.training.fit import run_training
+from bertlab.training.fit import prepare_training, run_training
 
 
 def main(argv: list[str], prog: str) -> None:
-    launch("fine_tune", run_training, argv, prog)
+    launch("fine_tune", run_training, argv, prog, prepare=prepare_training)

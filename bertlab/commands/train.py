@@ -10,8 +10,8 @@ then points outputs/<name>/latest at the run. The route: bertlab.training.fit.ru
 from __future__ import annotations
 
 from bertlab.training.app import launch
-from bertlab.training.fit import run_training
+from bertlab.training.fit import prepare_training, run_training
 
 
 def main(argv: list[str], prog: str) -> None:
-    launch("train", run_training, argv, prog)
+    launch("train", run_training, argv, prog, prepare=prepare_training)

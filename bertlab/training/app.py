@@ -28,7 +28,9 @@ import hydra
 from hydra import initialize_config_module
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import configure_log
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
@@ -130,12 +132,15 @@ def register_configs() -> None:
         store.store(group="recipe", name=name, node=OmegaConf.create(recipe_text(name)), package="_global_")
 
 
-def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[str], prog: str,
-           also_check: Callable[[DictConfig], object] | None = None) -> None:
+def launch(config_name: str, task: Callable[..., object], argv: list[str], prog: str,
+           also_check: Callable[[DictConfig], object] | None = None,
+           prepare: Callable[[DictConfig], object] | None = None) -> None:
     """Runs `task` on the config composed from `config_name` and the command line `argv`, or sweeps it (-m) through
     the configured sweeper and launcher; `prog` is "bertlab <command>". The config, and each job of a sweep over
     listed values, is composed and checked before anything is created (`also_check` checks the config of the run,
-    or of the sweep as a whole, too); an error of Hydra or OmegaConf about the config leaves as a bertlab error."""
+    or of the sweep as a whole, too); for a run, `prepare` then builds what `task` takes as `prepared`, before
+    Hydra makes the run's folder (a job of a sweep prepares itself). An error of Hydra or OmegaConf about the
+    config leaves as a bertlab error."""
     register_configs()
     arguments = command_line(prog).parse_args(flags_first(argv))
     overrides = list(arguments.overrides)
@@ -150,7 +155,8 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
             # hydra.main (Hydra 1.3.8) reads its command line from sys.argv only; the Hydra object of the Compose API
             # runs, sweeps, shows and helps as hydra.main does, with the command line given here.
             hydra_app = GlobalHydra.instance().hydra
-            run_command(hydra_app, arguments.config_name or config_name, task, arguments, overrides, also_check)
+            run_command(hydra_app, arguments.config_name or config_name, task, arguments, overrides, also_check,
+                        prepare)
     except Exception as error:
         reported = user_error(error)
         if reported is None or reported is error:
@@ -158,8 +164,9 @@ def launch(config_name: str, task: Callable[[DictConfig], object], argv: list[st
         raise reported from (error if reported.__traceback__ is None else None)
 
 
-def run_command(hydra_app, config_name: str, task: Callable[[DictConfig], object], arguments: argparse.Namespace,
-                overrides: list[str], also_check: Callable[[DictConfig], object] | None) -> None:
+def run_command(hydra_app, config_name: str, task: Callable[..., object], arguments: argparse.Namespace,
+                overrides: list[str], also_check: Callable[[DictConfig], object] | None,
+                prepare: Callable[[DictConfig], object] | None) -> None:
     """What Hydra's flags ask for; without one, the checked run or sweep."""
     if arguments.help or arguments.hydra_help:
         show_help = hydra_app.app_help if arguments.help else hydra_app.hydra_help
@@ -183,8 +190,25 @@ def run_command(hydra_app, config_name: str, task: Callable[[DictConfig], object
             check(config, run_dir, new_run)
         if also_check is not None:
             also_check(configs[0][0])
+        if mode == RunMode.RUN and prepare is not None:
+            task = functools.partial(task, prepared=prepared_before_hydra(configs[0][0], prepare))
         run = hydra_app.run if mode == RunMode.RUN else hydra_app.multirun
         run(config_name=config_name, task_function=task, overrides=overrides)
+
+
+def prepared_before_hydra(config: DictConfig, prepare: Callable[[DictConfig], object]) -> object:
+    """`prepare(config)` as in Hydra's job, but before Hydra makes the run's folder: it reads the launch's Hydra
+    config, and logs to the console (the log file belongs in the folder)."""
+    HydraConfig.instance().set_config(config)
+    logging_config = OmegaConf.to_container(config.hydra.job_logging, resolve=False)
+    files = {name for name, handler in logging_config.get("handlers", {}).items() if "filename" in handler}
+    for name in files:
+        del logging_config["handlers"][name]
+    if "root" in logging_config:
+        logging_config["root"]["handlers"] = [name for name in logging_config["root"].get("handlers", [])
+                                              if name not in files]
+    configure_log(OmegaConf.create(logging_config), config.hydra.verbose)
+    return prepare(config)
 
 
 def checked_configs(hydra_app, config_name: str, overrides: list[str],

@@ -1,5 +1,6 @@
 """The route of one `train` or `fine-tune` run, top to bottom in `run_training`: the run folder and the
-checkpoint to resume from, the data and the LightningModule (bertlab.training.modules), the faster
+checkpoint to resume from, the data and the LightningModule (bertlab.training.modules: `prepare_training`, which
+a single run does before Hydra makes its folder), the faster
 precision where `trainer.precision: fastest` asks for it (bertlab.training.precision) and the length of
 training a time budget affords (bertlab.training.budget), then the Trainer with its callbacks, loggers and
 plugins, built once, `fit`, the Hugging Face export and the summary. Before it, Hydra has composed the
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import lightning as L
@@ -34,18 +36,36 @@ from bertlab.training import budget, modules, precision, run_folder
 log = logging.getLogger("bertlab")
 
 
-def run_training(cfg: DictConfig) -> float | None:
-    """Trains, exports and summarises one run. A run with a `monitor` (fine-tune) exports its best checkpoint
-    and returns the best value of `monitor`, the objective a sweeper such as Optuna (hydra/sweeper=optuna)
-    optimises (None in the processes other than the first, which write no metrics, and in runs that never
-    validate); one without (train) exports its final weights and returns None."""
+@dataclass
+class PreparedRun:
+    """What `prepare_training` built, for `run_training`."""
+    module: L.LightningModule
+    datamodule: L.LightningDataModule
+    started: float  # time.perf_counter() as the preparation began
+
+
+def prepare_training(cfg: DictConfig) -> PreparedRun:
+    """torch's determinism switches and the seed, then the data and the LightningModule: what refuses a teacher, a
+    tokenizer, a data source or a freeze pattern, which bertlab.training.app.launch runs before Hydra makes a run's
+    folder."""
     started = time.perf_counter()
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    checkpoint = run_folder.resume_path(cfg.resume, run_dir)
     # The Trainer's switches of trainer.deterministic and trainer.benchmark, before any data or model exists.
     _set_torch_flags(deterministic=cfg.trainer.get("deterministic"), benchmark=cfg.trainer.get("benchmark"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, datamodule = modules.build(cfg)
+    return PreparedRun(module, datamodule, started)
+
+
+def run_training(cfg: DictConfig, prepared: PreparedRun | None = None) -> float | None:
+    """Trains, exports and summarises one run, `prepared` already or prepared here (a job of a sweep). A run with
+    a `monitor` (fine-tune) exports its best checkpoint and returns the best value of `monitor`, the objective a
+    sweeper such as Optuna (hydra/sweeper=optuna) optimises (None in the processes other than the first, which
+    write no metrics, and in runs that never validate); one without (train) exports its final weights and returns
+    None."""
+    prepared = prepared or prepare_training(cfg)
+    module, datamodule, started = prepared.module, prepared.datamodule, prepared.started
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    checkpoint = run_folder.resume_path(cfg.resume, run_dir)
     precision_note = None
     if cfg.trainer.get("precision") == precision.FASTEST:
         precision_note = precision.choose(cfg, precision.training_device(cfg), module, datamodule, run_dir, checkpoint)
