@@ -188,6 +188,8 @@ def run_command(hydra_app, config_name: str, task: Callable[..., object], argume
         configs = list(checked_configs(hydra_app, config_name, overrides, mode))
         for config, run_dir, new_run in configs:
             check(config, run_dir, new_run)
+            if mode == RunMode.MULTIRUN and run_dir is None:  # the sweep as a whole
+                check_output_folder(config.hydra.sweep.dir)
         if also_check is not None:
             also_check(configs[0][0])
         if mode == RunMode.RUN and prepare is not None:
@@ -221,14 +223,15 @@ def checked_configs(hydra_app, config_name: str, overrides: list[str],
     if mode == RunMode.RUN:
         yield config, Path(config.hydra.run.dir), True
         return
-    check_output_folder(config.hydra.sweep.dir)
     yield config, None, False
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    fixed = [text for text, item in zip(overrides, parsed) if not item.is_sweep_override()]
-    listed = [[f"{item.get_key_element()}={value}" for value in item.sweep_string_iterator()]
-              for item in parsed if item.is_sweep_override() and item.is_discrete_sweep()]
-    for number, job in enumerate(itertools.product(*listed)):
-        config = hydra_app.compose_config(config_name=config_name, overrides=[*fixed, *job], run_mode=mode,
+    choices = []  # each override's values, in order, as the basic sweeper splits them
+    for text, item in zip(overrides, OverridesParser.create().parse_overrides(overrides)):
+        if not item.is_sweep_override():
+            choices.append([text])
+        elif item.is_discrete_sweep():
+            choices.append([f"{item.get_key_element()}={value}" for value in item.sweep_string_iterator()])
+    for number, job in enumerate(itertools.product(*choices)):
+        config = hydra_app.compose_config(config_name=config_name, overrides=list(job), run_mode=mode,
                                           with_log_configuration=False)
         with open_dict(config.hydra.job):
             config.hydra.job.num = number
@@ -252,8 +255,8 @@ def command_line(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("-sc", "--shell-completion", action="store_true", help="Install or Uninstall shell completion")
     parser.add_argument("-cn", "--config-name", help="Overrides the config_name specified in hydra.main()")
     parser.add_argument("-cd", "--config-dir", help="Adds an additional config dir to the config search path")
-    parser.add_argument("-i", "--info", nargs="?", const="all", choices=INFO_CHOICES, help="Print Hydra information [all|config|"
-                                                                     "defaults|defaults-tree|plugins|searchpath]")
+    parser.add_argument("-i", "--info", nargs="?", const="all", choices=INFO_CHOICES,
+                        help="Print Hydra information [all|config|defaults|defaults-tree|plugins|searchpath]")
     return parser
 
 
