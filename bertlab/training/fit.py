@@ -72,7 +72,7 @@ def run_training(cfg: DictConfig, prepared: PreparedRun | None = None) -> float 
     if checkpoint is not None:
         step = run_folder.checkpoint_step(Path(checkpoint))
         log.info("Resuming from %s (step %d)", checkpoint, step)
-        run_folder.check_checkpoint_fits(module, checkpoint)
+        run_folder.check_resume_checkpoint_fits(module, checkpoint)
     replan = [] if cfg.budget_minutes is None else budget.fix_length(cfg, module, datamodule, run_dir, checkpoint)
     monitor, monitor_mode = cfg.get("monitor"), cfg.get("monitor_mode")
     export = ExportPretrained(str(run_dir / run_folder.HF_MODEL), weights="final" if monitor is None else "best")

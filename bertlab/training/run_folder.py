@@ -132,7 +132,7 @@ def checkpoint_task(path: Path) -> str:
             else "EmbeddingDistillationModule" if "teacher" in saved else "ClassificationModule")
 
 
-def check_checkpoint_fits(module: L.LightningModule, checkpoint: str) -> None:
+def check_resume_checkpoint_fits(module: L.LightningModule, checkpoint: str) -> None:
     """Every tensor of the checkpoint has the shape of the module's: a checkpoint of another model
     size or vocabulary is refused before training, not in the middle of Lightning's restore."""
     saved = torch.load(checkpoint, map_location="cpu", mmap=True, weights_only=True)["state_dict"]

@@ -66,7 +66,7 @@ def quietly_loaded(model_class: type, folder: str | Path, **config_overrides):
         logger.setLevel(level)
 
 
-def check_checkpoint_fits(folder: str | Path, what: str, allow: bool) -> None:
+def check_encoder_weights_fit(folder: str | Path, what: str, allow: bool) -> None:
     """The check of `check_weights_fit` on the encoder of the checkpoint `folder`, before a run uses it
     (bertlab.training.checks.environment); a folder without weights is left to the step that reads it."""
     weights = Path(folder) / WEIGHTS_NAME
