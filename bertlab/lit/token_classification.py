@@ -57,7 +57,7 @@ class TokenClassificationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, Re
     validation split) under entity/. `optimizer`, `scheduler`, `layerwise_lr_decay`, `freeze`: as
     ClassificationModule's."""
 
-    model_class = BertForTokenClassification  # what bertlab.training.modules builds for this task
+    model_class = BertForTokenClassification  # what bertlab.training.run.modules builds for this task
 
     def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
 from bertlab.training.checks.values import HYDRA_KEYS, READ_BY_CODE
-from bertlab.training.schema import ModelSchema, TokenizerSchema
+from bertlab.training.launch.schema import ModelSchema, TokenizerSchema
 
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 
@@ -62,7 +62,7 @@ def closest_key(key: str, keys: list[str]) -> str | None:
 def unknown_in_group(prefix: str, node: dict, read: set[str]) -> list[str]:
     """The keys below `node` (at `prefix`) that nothing reads."""
     if prefix in ("model", "requires"):  # the model's keys: check_model_keys; the keys
-        return []                        # of `requires` name other keys (bertlab.training.requirements)
+        return []                        # of `requires` name other keys (bertlab.training.checks.requirements)
     if prefix == "tokenizer":
         return [f"tokenizer.{key}" for key in node if key not in TokenizerSchema.__dataclass_fields__]
     target = node.get("_target_")

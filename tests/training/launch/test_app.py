@@ -1,0 +1,35 @@
+"""The launch (bertlab.training.launch.app): the configs it checks before Hydra makes anything, composed as Hydra
+runs them."""
+
+from __future__ import annotations
+
+from hydra import initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
+
+from bertlab.training.launch.app import checked_configs
+from bertlab.training.launch.config_tree import CONFIG_MODULE, register_configs
+
+
+def test_a_sweep_is_composed_for_checking_job_by_job_before_anything_is_made(tmp_path):
+    register_configs()
+    GlobalHydra.instance().clear()
+    sweep = tmp_path / "sweep"
+    overrides = ["seed=3,4", f"hydra.sweep.dir={sweep}", "hydra.mode=MULTIRUN"]
+    with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+        configs = list(checked_configs(GlobalHydra.instance().hydra, "train", overrides, RunMode.MULTIRUN))
+    sweep_config, *jobs = configs
+    assert sweep_config[1:] == (None, False)
+    assert [(config.seed, run_dir, new_run) for config, run_dir, new_run in jobs] == [
+        (3, sweep / "0", False), (4, sweep / "1", False)]
+    assert not sweep.exists()
+
+
+def test_a_run_is_composed_for_checking_as_hydra_runs_it(tmp_path):
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+        [(config, run_dir, new_run)] = checked_configs(GlobalHydra.instance().hydra, "train",
+                                                       ["seed=5", f"hydra.run.dir={tmp_path}/run"], RunMode.RUN)
+    assert (config.seed, run_dir, new_run) == (5, tmp_path / "run", True)
+    assert not (tmp_path / "run").exists()
