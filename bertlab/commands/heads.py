@@ -20,8 +20,8 @@ from bertlab.errors import UsageError
 from bertlab.hf_format import export_pretrained, write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
 from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first,
-from bertlab.lit.classification import validation_metrics
                                                most_pruned_within, plot_heads, pruning_curve)
+from bertlab.lit.classification import validation_metrics
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
 from bertlab.training.launch.config_tree import local_copy
