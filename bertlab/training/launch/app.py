@@ -10,9 +10,12 @@ bertlab neither parses the overrides nor composes the config itself: Hydra does,
 from __future__ import annotations
 
 import argparse
-import functools
 import itertools
+import logging
+import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from logging.handlers import BufferingHandler
 from pathlib import Path
 
 import hydra
@@ -92,15 +95,44 @@ def run_command(hydra_app, config_name: str, task: Callable[..., object], argume
                 check_output_folder(config.hydra.sweep.dir)
         if also_check is not None:
             also_check(configs[0][0])
-        if mode == RunMode.RUN and prepare is not None:
-            task = functools.partial(task, prepared=prepared_before_hydra(configs[0][0], prepare))
-        run = hydra_app.run if mode == RunMode.RUN else hydra_app.multirun
-        run(config_name=config_name, task_function=task, overrides=overrides)
+        if mode == RunMode.MULTIRUN:  # a job's error comes back through the sweeper, Hydra naming the job
+            hydra_app.multirun(config_name=config_name, task_function=task, overrides=overrides)
+            return
+        run = RunTask(task)
+        if prepare is not None:
+            run.prepared, run.records = prepared_before_hydra(configs[0][0], prepare)
+        hydra_app.run(config_name=config_name, task_function=run, overrides=overrides)
+        if run.errors:
+            raise run.errors[0]
 
 
-def prepared_before_hydra(config: DictConfig, prepare: Callable[[DictConfig], object]) -> object:
+@dataclass
+class RunTask:
+    """Hydra's task function of a run: `task(cfg)`, or `task(cfg, prepared=…)` with what was prepared before Hydra
+    made the run's folder, whose log `records` then go into the run's log file too. Its error is kept in `errors`
+    rather than raised: Hydra 1.3.8 writes a line of its own about the error of a run it raises
+    (JobReturn.return_value), and a run's error has one line, bertlab.cli's."""
+    task: Callable[..., object]
+    prepared: object = None
+    records: list[logging.LogRecord] = field(default_factory=list)
+    errors: list[Exception] = field(default_factory=list)
+
+    def __call__(self, cfg: DictConfig) -> object:
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.FileHandler):  # the run's log file, which Hydra has just opened
+                for record in self.records:
+                    handler.handle(record)
+        try:
+            return self.task(cfg) if self.prepared is None else self.task(cfg, prepared=self.prepared)
+        except Exception as error:
+            self.errors.append(error)
+            return None
+
+
+def prepared_before_hydra(config: DictConfig,
+                          prepare: Callable[[DictConfig], object]) -> tuple[object, list[logging.LogRecord]]:
     """`prepare(config)` as in Hydra's job, but before Hydra makes the run's folder: it reads the launch's Hydra
-    config, and logs to the console (the log file belongs in the folder)."""
+    config, and logs to the console; its log records are returned for the run's log file."""
     HydraConfig.instance().set_config(config)
     logging_config = OmegaConf.to_container(config.hydra.job_logging, resolve=False)
     files = {name for name, handler in logging_config.get("handlers", {}).items() if "filename" in handler}
@@ -110,7 +142,12 @@ def prepared_before_hydra(config: DictConfig, prepare: Callable[[DictConfig], ob
         logging_config["root"]["handlers"] = [name for name in logging_config["root"].get("handlers", [])
                                               if name not in files]
     configure_log(OmegaConf.create(logging_config), config.hydra.verbose)
-    return prepare(config)
+    kept = BufferingHandler(capacity=sys.maxsize)
+    logging.getLogger().addHandler(kept)
+    try:
+        return prepare(config), kept.buffer
+    finally:
+        logging.getLogger().removeHandler(kept)
 
 
 def checked_configs(hydra_app, config_name: str, overrides: list[str],
