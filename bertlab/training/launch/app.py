@@ -27,6 +27,7 @@ from hydra.core.utils import configure_log
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from bertlab.errors import UsageError
 from bertlab.training.checks.before_run import check
 from bertlab.training.checks.run_folder_checks import check_output_folder
 from bertlab.training.launch.command_line import command_line, flags_first
@@ -52,7 +53,10 @@ def launch(config_name: str, task: Callable[..., object], argv: list[str], prog:
         # Hydra's .hydra/ folder and log file.
         overrides += ["hydra.output_subdir=null", "hydra/job_logging=stdout"]
     if arguments.config_dir is not None:
-        overrides.append(f"hydra.searchpath=[file://{Path(arguments.config_dir).absolute()}]")
+        config_dir = Path(arguments.config_dir).absolute()
+        if not config_dir.is_dir():
+            raise UsageError(f"command line: --config-dir {arguments.config_dir}: no such folder")
+        overrides.append(f"hydra.searchpath=[file://{config_dir}]")
     try:
         with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
             # hydra.main (Hydra 1.3.8) reads its command line from sys.argv only; the Hydra object of the Compose API

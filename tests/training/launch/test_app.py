@@ -3,11 +3,13 @@ runs them."""
 
 from __future__ import annotations
 
+import pytest
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
-from bertlab.training.launch.app import checked_configs
+from bertlab.errors import UsageError
+from bertlab.training.launch.app import checked_configs, launch
 from bertlab.training.launch.config_tree import CONFIG_MODULE, register_configs
 
 
@@ -33,3 +35,10 @@ def test_a_run_is_composed_for_checking_as_hydra_runs_it(tmp_path):
                                                        ["seed=5", f"hydra.run.dir={tmp_path}/run"], RunMode.RUN)
     assert (config.seed, run_dir, new_run) == (5, tmp_path / "run", True)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_config_dir_that_is_no_folder_is_refused_before_anything_runs(tmp_path):
+    ran = []
+    with pytest.raises(UsageError, match=f"^command line: --config-dir {tmp_path}/none: no such folder$"):
+        launch("train", ran.append, ["-cd", f"{tmp_path}/none", f"hydra.run.dir={tmp_path}/run"], "bertlab train")
+    assert ran == [] and not (tmp_path / "run").exists()
