@@ -100,7 +100,7 @@ def run_command(hydra_app, config_name: str, task: Callable[..., object], argume
         if also_check is not None:
             also_check(configs[0][0])
         if mode == RunMode.MULTIRUN:  # a job's error comes back through the sweeper, Hydra naming the job
-            hydra_app.multirun(config_name=config_name, task_function=task, overrides=overrides)
+            hydra_app.multirun(config_name=config_name, task_function=SweepJob(task), overrides=overrides)
             return
         run = RunTask(task)
         if prepare is not None:
@@ -108,6 +108,17 @@ def run_command(hydra_app, config_name: str, task: Callable[..., object], argume
         hydra_app.run(config_name=config_name, task_function=run, overrides=overrides)
         if run.errors:
             raise run.errors[0]
+
+
+@dataclass
+class SweepJob:
+    """Hydra's task function of a job of a sweep: `task(cfg)`. A launcher that runs each job in a process of its
+    own (submitit) unpickles it there, which imports this module and so registers bertlab's resolvers
+    (bertlab.training.launch.config_tree) before the job's config is resolved."""
+    task: Callable[[DictConfig], object]
+
+    def __call__(self, cfg: DictConfig) -> object:
+        return self.task(cfg)
 
 
 @dataclass

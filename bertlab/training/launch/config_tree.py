@@ -84,7 +84,8 @@ def register_resolvers() -> None:
 
 
 # At import too: a job of a sweep that a launcher such as submitit runs in a process of its own
-# imports this module (through its task function) before its config is resolved, and never `launch`es.
+# imports this module (through bertlab.training.launch.app.SweepJob) before its config is resolved, and never
+# `launch`es.
 register_resolvers()
 
 

@@ -3,13 +3,18 @@ runs them."""
 
 from __future__ import annotations
 
+import pickle
+import subprocess
+import sys
+
 import pytest
 from hydra import initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
 from bertlab.errors import UsageError
-from bertlab.training.launch.app import checked_configs, launch
+from bertlab.training.launch.app import SweepJob, checked_configs, launch
+from bertlab.training.run.fit import run_training
 from bertlab.training.launch.config_tree import CONFIG_MODULE, register_configs
 
 
@@ -42,3 +47,12 @@ def test_a_config_dir_that_is_no_folder_is_refused_before_anything_runs(tmp_path
     with pytest.raises(UsageError, match=f"^command line: --config-dir {tmp_path}/none: no such folder$"):
         launch("train", ran.append, ["-cd", f"{tmp_path}/none", f"hydra.run.dir={tmp_path}/run"], "bertlab train")
     assert ran == [] and not (tmp_path / "run").exists()
+
+
+def test_a_job_of_a_sweep_unpickled_in_a_process_of_its_own_has_bertlabs_resolvers(tmp_path):
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(SweepJob(run_training)))
+    script = ("import pickle, sys; from omegaconf import OmegaConf; "
+              "pickle.loads(open(sys.argv[1], 'rb').read()); print(OmegaConf.has_resolver('local_or_hub'))")
+    output = subprocess.run([sys.executable, "-c", script, str(tmp_path / "job.pkl")], capture_output=True, text=True,
+                            check=True).stdout
+    assert output.strip() == "True"
