@@ -68,7 +68,7 @@ def test_fine_tuning_from_a_checkpoint_starts_in_training_mode(tmp_path, monkeyp
     """Lightning's fit keeps the modes it is given: the fine-tune command puts the loaded model in training."""
     from omegaconf import OmegaConf
 
-    from bertlab.training import modules
+    from bertlab.training.run import modules
     bertlab.BertForSequenceClassification(small_config("absolute")).save_pretrained(tmp_path)
     monkeypatch.setattr(modules, "init_from_overrides", lambda model_cfg: {})  # reads Hydra's command line
     cfg = OmegaConf.create({"model": {"init_from": str(tmp_path)}, "data": {"tokenizer": "its own"}})

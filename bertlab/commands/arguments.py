@@ -12,9 +12,9 @@ from typing import NoReturn
 from bertlab.checkpoint.dispatch import WEIGHTS_NAME
 from bertlab.config import CONFIG_NAME
 from bertlab.errors import ConfigError, UsageError
-from bertlab.training.run_folder import HF_MODEL
-from bertlab.training.run_folder_checks import check_output_folder
-from bertlab.training.weights_fit import ALLOW_FLAG
+from bertlab.training.checks.run_folder_checks import check_output_folder
+from bertlab.training.checks.weights_fit import ALLOW_FLAG
+from bertlab.training.run.run_folder import HF_MODEL
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -57,7 +57,7 @@ def output_file(*suffixes: str) -> Callable[[str], Path]:
 
 
 def add_allow_reinitialised(parser: argparse.ArgumentParser) -> None:
-    """The flag that accepts a checkpoint whose encoder tensors do not fit (bertlab.training.weights_fit)."""
+    """The flag that accepts a checkpoint whose encoder tensors do not fit (bertlab.training.checks.weights_fit)."""
     parser.add_argument(ALLOW_FLAG, action="store_true",
                         help="use a checkpoint even where encoder tensors are missing, renamed, extra or of "
                              "another shape (they are then random)")

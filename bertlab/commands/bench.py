@@ -21,7 +21,7 @@ from bertlab.allocator import keep_freed_memory
 from bertlab.bench.machine import datasheet_peaks, machine_info, quiet_libraries, require_dev_extra, resolve_device
 from bertlab.bench.sections import Progress, conll_results, modernbert_results, pretraining_results, sst2_results
 from bertlab.commands.arguments import ArgumentParser, positive_int
-from bertlab.training.precision import native_bf16
+from bertlab.training.run.precision import native_bf16
 
 SECTIONS = ("pretraining", "modernbert", "fine-tuning", "inference")
 SIZES = ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large")
@@ -101,7 +101,7 @@ def main(argv: list[str], prog: str) -> None:
     from bertlab.bench import report
     from bertlab.bench.clock import matmul_peak
     from bertlab.bench.training import PRECISIONS
-    from bertlab.training.run_folder import timestamped_folder
+    from bertlab.training.run.run_folder import timestamped_folder
 
     torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

@@ -3,7 +3,7 @@ keys that differ (between runs, and between suites and the bertlab runs they fin
 loss and perplexity (and the other final validation metrics), the wall time, the GLUE rows of a suite folder
 (from `bertlab glue`) — their validation curves overlaid in one PNG, and the verdict between GLUE suites: per
 task and for the GLUE average, the difference with its 95% interval and better / worse / no detectable
-difference, drawn as a forest plot beside the curves (bertlab.training.verdict; docs/statistics.md). Writes
+difference, drawn as a forest plot beside the curves (bertlab.training.suites.verdict; docs/statistics.md). Writes
 compare.md, compare.csv, verdict.csv and compare.png into DIR (default outputs/compare/<time>) and prints the
 tables.
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from bertlab.commands.arguments import ArgumentParser, add_overwrite, check_output
 from bertlab.tables import write_csv, write_markdown
-from bertlab.training.comparison import judge_suites, label, side_by_side, table_lines
-from bertlab.training.comparison_figure import plot_curves
-from bertlab.training.run_folder import timestamped_folder
-from bertlab.training.verdict import verdict_lines, verdict_row
+from bertlab.training.run.run_folder import timestamped_folder
+from bertlab.training.suites.comparison import judge_suites, label, side_by_side, table_lines
+from bertlab.training.suites.comparison_figure import plot_curves
+from bertlab.training.suites.verdict import verdict_lines, verdict_row
 
 RESULTS = ("compare.md", "compare.csv", "verdict.csv", "compare.png")
 

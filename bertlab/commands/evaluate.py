@@ -21,9 +21,9 @@ from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS
 from bertlab.qa_inference import is_span_head, load_span_head, split_squad_scores
 from bertlab.tables import markdown_table
 from bertlab.token_inference import is_token_classifier, load_token_classifier, split_entity_scores
-from bertlab.training.app import local_copy
-from bertlab.training.run_folder import CONFIG
-from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
+from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
+from bertlab.training.launch.config_tree import local_copy
+from bertlab.training.run.run_folder import CONFIG
 
 
 def evaluate(checkpoint: str, data: str, *, batch_size: int = 256, allow_reinitialised: bool = False,

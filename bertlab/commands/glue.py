@@ -35,11 +35,12 @@ from omegaconf import DictConfig
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.commands.arguments import checkpoint_folder
 from bertlab.errors import CheckpointError, UsageError
-from bertlab.training.app import launch
-from bertlab.training.fit import run_training
-from bertlab.training.glue import GLUE_SMALL, GLUE_TASKS, finished
-from bertlab.training.model_group import ARCHITECTURE_KEYS
-from bertlab.training.run_folder import HF_MODEL
+from bertlab.training.launch.app import launch
+from bertlab.training.run.fit import run_training
+from bertlab.training.run.model_group import ARCHITECTURE_KEYS
+from bertlab.training.run.run_folder import HF_MODEL
+from bertlab.training.suites.glue import GLUE_SMALL, GLUE_TASKS, finished
+from bertlab.training.suites.glue_suite import check_finished_jobs
 
 OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "lrs": "", "scratch": "false", "select_on": "train"}
 # The selection split's share of a task's training rows (capped by data.selection_max_rows): large enough to
@@ -145,7 +146,7 @@ def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]
                          "name=glue",
                          "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
                          f"hydra.sweep.subdir={subdir}",
-                         "+hydra.callbacks.glue_suite._target_=bertlab.training.glue_suite.GlueSuite",
+                         "+hydra.callbacks.glue_suite._target_=bertlab.training.suites.glue_suite.GlueSuite",
                          f"+hydra.callbacks.glue_suite.jobs={sum(group_jobs)}",
                          f"+hydra.callbacks.glue_suite.done_before={done_before}"])
     return launches
@@ -163,4 +164,4 @@ def glue_job(cfg: DictConfig) -> str | None:
 def main(argv: list[str], prog: str) -> None:
     checkpoint, options, overrides = parse(argv)
     for suite_overrides in suite_launches(checkpoint, options):
-        launch("fine_tune", glue_job, [*suite_overrides, *overrides], prog)
+        launch("fine_tune", glue_job, [*suite_overrides, *overrides], prog, also_check=check_finished_jobs)

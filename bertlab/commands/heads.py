@@ -20,12 +20,12 @@ from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised,
 from bertlab.errors import UsageError
 from bertlab.files import write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
-from bertlab.lit.classification import validation_metrics
 from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first,
                                                most_pruned_within, plot_heads, pruning_curve)
+from bertlab.lit.classification import validation_metrics
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.app import local_copy
-from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
+from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
+from bertlab.training.launch.config_tree import local_copy
 
 
 RESULTS = ("head_importance.csv", "pruning_curve.csv", "heads.png", "heads.json")

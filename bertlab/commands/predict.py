@@ -21,7 +21,7 @@ from bertlab.inference import load_classifier, predict
 from bertlab.qa_inference import answer, is_span_head, load_span_head
 from bertlab.token_inference import is_token_classifier, load_token_classifier, sentence_entities
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit
+from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
 def read_inputs(texts: list[str], pairs: list[str] | None, file: str | None, column: str,

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 
 from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.errors import UsageError
-from bertlab.training.app import launch
+from bertlab.training.launch.app import launch
 
 log = logging.getLogger("bertlab")
 

@@ -16,7 +16,7 @@ from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.files import write_atomically
 from bertlab.model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.weights_fit import ALLOW_FLAG, check_weights_fit, is_encoder_tensor
+from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit, is_encoder_tensor
 from bertlab.weight_selection import choose, select_weights, smaller_config
 
 MODEL_CLASSES = {cls.__name__: cls for cls in (BertModel, BertForMaskedLM, BertForPreTraining,

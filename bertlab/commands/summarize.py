@@ -1,13 +1,13 @@
 """`python -m bertlab summarize SWEEP_FOLDER`: the final validation metrics of every run of a sweep
 (`-m seed=1,2,3`), per run and as mean ± std, written as summary.csv and summary.md in the folder.
-Every sweep also writes them when it ends (bertlab.training.sweeps.SweepSummary)."""
+Every sweep also writes them when it ends (bertlab.training.suites.sweeps.SweepSummary)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from bertlab.commands.arguments import ArgumentParser
-from bertlab.training.sweeps import summarize, write_tables
+from bertlab.training.suites.sweeps import summarize, write_tables
 
 
 def main(argv: list[str], prog: str) -> None:

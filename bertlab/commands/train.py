@@ -4,14 +4,14 @@ them before fine-tuning).
 
 Writes into the run folder: config.yaml (resolved), metrics.csv, metrics.json, metrics.png,
 lightning_checkpoints/ (for resuming) and hf_model/ (Hugging Face format with the tokenizer);
-then points outputs/<name>/latest at the run. The route: bertlab.training.fit.run_training.
+then points outputs/<name>/latest at the run. The route: bertlab.training.run.fit.run_training.
 """
 
 from __future__ import annotations
 
-from bertlab.training.app import launch
-from bertlab.training.fit import run_training
+from bertlab.training.launch.app import launch
+from bertlab.training.run.fit import prepare_training, run_training
 
 
 def main(argv: list[str], prog: str) -> None:
-    launch("train", run_training, argv, prog)
+    launch("train", run_training, argv, prog, prepare=prepare_training)

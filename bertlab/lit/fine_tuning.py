@@ -53,7 +53,7 @@ class FineTuningModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask
     patterns such as `bert.embeddings.word_embeddings.*`) that keep their pretrained values. A task's module
     takes these (`*args, **kwargs`, passed on) and its own options, which it saves with `keep_options`."""
 
-    model_class: type = BertForSequenceClassification  # what bertlab.training.modules builds for the task
+    model_class: type = BertForSequenceClassification  # what bertlab.training.run.modules builds for the task
     targets: tuple[str, ...] = ("labels",)  # the batch's keys the model's loss reads
 
     def __init__(self, config: BertConfig | Mapping[str, Any] | None = None,

@@ -89,7 +89,7 @@ class WarmupSchedule(LambdaLR):
     to 0 at `total_steps`, or constant.
 
     Up to the end of the warm-up no factor depends on `total_steps`, so it may be moved then (a time budget
-    re-planned from the run's own pace, bertlab.training.budget) and the schedule is the one a run with the
+    re-planned from the run's own pace, bertlab.training.run.budget) and the schedule is the one a run with the
     new total from the start has. The total is the run config's `trainer.max_steps`, so a checkpoint does
     not carry it."""
 

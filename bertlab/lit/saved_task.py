@@ -1,5 +1,5 @@
 """Each checkpoint of a bertlab LightningModule records which module saved it: `resume=` refuses a checkpoint
-of another task by reading it (bertlab.training.run_folder_checks)."""
+of another task by reading it (bertlab.training.checks.run_folder_checks)."""
 
 from __future__ import annotations
 

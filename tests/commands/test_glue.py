@@ -15,8 +15,8 @@ from bertlab.commands.glue import OPTIONS, suite_launches, task_rates
 from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
-from bertlab.training.glue import GLUE_SEEDS
-from bertlab.training.glue_scores import glue_table
+from bertlab.training.suites.glue import GLUE_SEEDS
+from bertlab.training.suites.glue_scores import glue_table
 from tests.bertlab_runs import FP32, QUIET, run_in_process
 
 

@@ -1,5 +1,5 @@
 """`python -m bertlab summarize SWEEP_DIR`: final validation metrics per run and mean ± std, as CSV and
-Markdown (the summary every sweep writes when it ends: tests/training/test_sweeps.py)."""
+Markdown (the summary every sweep writes when it ends: tests/training/suites/test_sweeps.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.bertlab_runs import run_in_process
-from tests.training.test_sweeps import read_table
+from tests.training.suites.test_sweeps import read_table
 
 
 def write_run(sweep: Path, job: str, seed: int, accuracies: list[float]) -> None:

@@ -13,7 +13,7 @@ import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 from bertlab.lit.checkpoints import AtomicCheckpointIO, RunCheckpoint
-from bertlab.training.run_folder import checkpoint_step
+from bertlab.training.run.run_folder import checkpoint_step
 from tests.data.test_cache_entries import SEED
 
 

@@ -24,7 +24,7 @@ from bertlab.lit.distillation import DistillationModule, labelled_rows_loss, lay
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.teacher import outputs as teacher_module
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
-from bertlab.training import trial
+from bertlab.training.run import trial
 from tests.bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
 from tests.lit.helpers import classification_batch, tiny_config
 from tests.training.fake_clocks import FakeClock

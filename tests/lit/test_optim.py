@@ -102,7 +102,7 @@ def test_schedule_warms_up_then_decays_to_zero(schedule):
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
 @pytest.mark.parametrize("moved_to", [12, 30])
 def test_a_total_moved_at_the_end_of_the_warmup_is_the_schedule_of_that_total(schedule, moved_to):
-    """What a time budget's re-plan does (bertlab.training.budget.Replan): the warm-up stays, the decay ends at the
+    """What a time budget's re-plan does (bertlab.training.run.budget.Replan): the warm-up stays, the decay ends at the
     new total, as if the run had had it from the start."""
     assert _lr_curve(schedule, moved_to=moved_to, warmup_steps=5) == _lr_curve(schedule, moved_to, warmup_steps=5)
 

@@ -20,10 +20,11 @@ from bertlab.checkpoint.dispatch import read_config, read_weights
 from bertlab.config import BertConfig, _memory_bytes
 from bertlab.errors import BertlabError
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.app import register_configs, user_error
 from bertlab.training.checks.before_run import check
 from bertlab.training.checks.values import declarations
-from bertlab.training.schema import SCHEMAS
+from bertlab.training.launch.config_tree import register_configs
+from bertlab.training.launch.hydra_errors import user_error
+from bertlab.training.launch.schema import SCHEMAS
 from tests.training.shipped_configs import composed_trees
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,10 +11,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from bertlab.errors import ConfigError
 from bertlab.recipe_files import recipe_names
-from bertlab.training.app import register_configs
-from bertlab.training.model_group import model_config
 from bertlab.training.checks.known_keys import check_known_keys
-from bertlab.training.schema import SCHEMAS
+from bertlab.training.launch.config_tree import register_configs
+from bertlab.training.launch.schema import SCHEMAS
+from bertlab.training.run.model_group import model_config
 
 PRIMARY = {"train": "train", "fine-tune": "fine_tune"}
 
@@ -66,7 +66,7 @@ def test_every_target_of_a_recipe_resolves(name, tmp_path, monkeypatch):
     monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
     cfg = compose_recipe(name, command_of(name), tmp_path, keep_hydra=True)
     found = targets(cfg)
-    assert {"bertlab.training.preflight.Preflight", "lightning.pytorch.Trainer"} <= set(found)
+    assert {"bertlab.training.suites.sweeps.SweepSummary", "lightning.pytorch.Trainer"} <= set(found)
     for target in found:
         get_object(target)
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from bertlab.training.run_folder import checkpoint_step
+from bertlab.training.run.run_folder import checkpoint_step
 from tests.bertlab_runs import (FP32, fine_tuning, kill_moment, pretraining, run_in_process, sentiment_tokenizer,
                                 sha256, start_child, wait_for_kill)
 

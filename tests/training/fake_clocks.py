@@ -1,4 +1,4 @@
-"""Clocks that tests put in place of bertlab.training.trial's, so that what a trial measures is the same every run."""
+"""Clocks that tests put in place of bertlab.training.run.trial's, so that what a trial measures is the same every run."""
 
 from __future__ import annotations
 

@@ -14,11 +14,11 @@ from lightning.pytorch import Trainer
 from omegaconf import OmegaConf
 
 from bertlab.errors import ConfigError
-from bertlab.training.app import register_configs
 from bertlab.training.checks import combinations
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.checks.values import NOT_JUDGED, argument_declaration, declarations
-from bertlab.training.schema import SCHEMAS
+from bertlab.training.launch.config_tree import register_configs
+from bertlab.training.launch.schema import SCHEMAS
 from bertlab.value_rules import POSITIVE, OneOf, check_rules
 from tests.training.shipped_configs import composed_trees
 

@@ -15,10 +15,12 @@ from omegaconf import OmegaConf
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.lit.saved_task import SAVED_BY
 from bertlab.presets import model_preset
-from bertlab.training import model_group, run_folder, run_folder_checks
-from bertlab.training.app import flags_first, register_configs
+from bertlab.training.checks import run_folder_checks
 from bertlab.training.checks import values
-from bertlab.training.model_group import model_config
+from bertlab.training.launch.command_line import flags_first
+from bertlab.training.launch.config_tree import register_configs
+from bertlab.training.run import model_group, run_folder
+from bertlab.training.run.model_group import model_config
 
 
 @pytest.fixture

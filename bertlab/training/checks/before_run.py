@@ -1,5 +1,5 @@
 """`check`: everything about a composed config that can be known before a run starts, in the order it is
-checked. Hydra's schema checks (bertlab.training.schema) have already run during composition."""
+checked. Hydra's schema checks (bertlab.training.launch.schema) have already run during composition."""
 
 from __future__ import annotations
 
@@ -7,15 +7,16 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from bertlab.training import budget, extras
+from bertlab.training.checks import extras
 from bertlab.training.checks import combinations, environment
 from bertlab.training.checks.known_keys import check_known_keys
+from bertlab.training.checks.requirements import check_requirements
+from bertlab.training.checks.run_folder_checks import check_output_folder, check_resume, check_run_folder
 from bertlab.training.checks.values import check_tokenizer_options, check_values, overridden_keys
-from bertlab.training.model_group import check_init_from, check_loaded_model, check_model
-from bertlab.training.requirements import check_requirements
-from bertlab.training.run_folder import is_rank_zero
-from bertlab.training.run_folder_checks import check_output_folder, check_resume, check_run_folder
-from bertlab.training.schema import SCHEMAS
+from bertlab.training.launch.schema import SCHEMAS
+from bertlab.training.run import budget
+from bertlab.training.run.model_group import check_init_from, check_loaded_model, check_model
+from bertlab.training.run.run_folder import is_rank_zero
 
 
 def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:

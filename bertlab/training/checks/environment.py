@@ -1,5 +1,5 @@
 """What a run needs of its surroundings: a GPU where it asks for one, search spaces the Optuna plugin
-accepts, and checkpoints whose encoders fit (bertlab.training.weights_fit)."""
+accepts, and checkpoints whose encoders fit (bertlab.training.checks.weights_fit)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
-from bertlab.training.weights_fit import check_checkpoint_fits
+from bertlab.training.checks.weights_fit import check_encoder_weights_fit
 
 # The checkpoints a run loads weights from: their encoders must fit.
 LOADED_CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
@@ -52,4 +52,4 @@ def check_checkpoints(config: DictConfig) -> None:
     allow = bool(OmegaConf.select(config, "model.allow_reinitialised", default=False))
     for key in LOADED_CHECKPOINT_KEYS:
         if folder := OmegaConf.select(config, key, default=None):
-            check_checkpoint_fits(folder, f"{key}={folder}", allow)
+            check_encoder_weights_fit(folder, f"{key}={folder}", allow)

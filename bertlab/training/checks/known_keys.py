@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
 from bertlab.training.checks.values import READ_BY_CODE, declarations
-from bertlab.training.schema import ModelSchema
+from bertlab.training.launch.schema import ModelSchema
 
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 

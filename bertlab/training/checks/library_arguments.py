@@ -10,7 +10,7 @@ import torch
 from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint, ThroughputMonitor, TQDMProgressBar
 
-from bertlab.training import precision
+from bertlab.training.run import precision
 from bertlab.value_rules import COUNT, NON_NEGATIVE, POSITIVE, Interval, OneOf
 
 DEVICES = Interval("[1, 65536]")

@@ -3,7 +3,7 @@ what takes its value (bertlab.value_rules) — an argument of the `_target_` its
 command's schema, of the tokenizer group's or of a settings dataclass an argument names (`data.transfer`:
 TransferSettings); for the arguments of other libraries' classes, the type of their annotation and the
 range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, annotated
-with their rules; BertConfig runs them itself, in a model config's words (bertlab.training.model_group.check_model).
+with their rules; BertConfig runs them itself, in a model config's words (bertlab.training.run.model_group.check_model).
 
 Every value is checked against its range or choices; a value the command line set for a `_target_`'s
 argument also against its type (Hydra's schemas type the other keys while composing).
@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
-from bertlab.training.schema import SCHEMAS, ModelSchema, TokenizerSchema
+from bertlab.training.launch.schema import SCHEMAS, ModelSchema, TokenizerSchema
 from bertlab.value_rules import OneOf, Rule, argument_annotations, check_rules, format_value, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge

@@ -1,0 +1,1 @@
+"""Sweeps, the GLUE suite and the reports that read their runs: summaries, comparisons, verdicts."""
