@@ -12,7 +12,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig
 
 from bertlab.data.pretraining import PretrainingDataModule
-from bertlab.errors import UsageError
+from bertlab.errors import ConfigError
 from bertlab.training.launch.app import launch
 
 log = logging.getLogger("bertlab")
@@ -23,7 +23,7 @@ NO_RUN_FOLDER = ["hydra.output_subdir=null", "hydra/job_logging=stdout", "hydra.
 
 def prepare_data(cfg: DictConfig) -> None:
     if not issubclass(get_class(cfg.data._target_), PretrainingDataModule):
-        raise UsageError(f"bertlab prepare-data builds a masked-LM recipe's corpus ({PretrainingDataModule.__name__}); "
+        raise ConfigError(f"bertlab prepare-data builds a masked-LM recipe's corpus ({PretrainingDataModule.__name__}); "
                          f"this config's data is {cfg.data._target_.rpartition('.')[2]}, which has nothing to "
                          f"prepare: run bertlab train with it directly")
     datamodule = instantiate(cfg.data, _convert_="all")
