@@ -112,12 +112,13 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
                   "transformers ModernBERT: stock ModernBertForMaskedLM of the same config (bertlab.checkpoint.modernbert) "
                   "at its defaults, and with sparse_prediction=True (its head and loss at the masked positions only)."]
     fine_tuning = [r for r in results if r.section == "fine-tuning"]
-    if fine_tuning:
-        parts += [f"## Fine-tuning ({fine_tuning[0].setting})",
+    for case in dict.fromkeys(r.case for r in fine_tuning):  # a table per task (SST-2, CoNLL-2003), in run order
+        rows = [r for r in fine_tuning if r.case == case]
+        parts += [f"## Fine-tuning ({rows[0].setting})",
                   _table(["precision", "system", "steps/s", "examples/s", "spread",
                           "× transformers (dynamic padding)"],
                          [[r.precision, r.system, f"{r.steps_per_second:.2f}", f"{r.throughput:,.1f}",
-                           _spread(r.timing), _ratio(r.ratio)] for r in fine_tuning])]
+                           _spread(r.timing), _ratio(r.ratio)] for r in rows])]
     inference = [r for r in results if r.section == "inference"]
     if inference:
         parts += [f"## Inference ({inference[0].setting})",
