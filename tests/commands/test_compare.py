@@ -15,6 +15,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from bertlab.commands.compare import compare
+from bertlab.config import BertConfig
+from bertlab.model import BertModel
 from tests.bertlab_runs import run_in_process
 
 
@@ -160,6 +162,25 @@ def test_suites_of_two_pretrainings_show_how_they_pretrained(tmp_path):
     assert "| pretraining.seed | 1 | 2 |  |" in markdown
     assert "pretraining.task.mlm_probability" not in markdown, "what both pretrainings share is no difference"
     assert "pretraining.paths" not in markdown, "folder keys say nothing about the experiment"
+
+
+def test_a_suite_from_a_checkpoint_shows_the_architecture_the_checkpoint_gave_it(tmp_path):
+    """The model group's architecture keys are not used with `init_from`: their defaults must not appear as a
+    difference from a scratch suite of the checkpoint's architecture."""
+    checkpoint = tmp_path / "rotary_checkpoint"
+    BertModel(BertConfig(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=16, position_embedding_type="rotary")).save_pretrained(checkpoint)
+
+    def job(init_from, position_embedding_type):
+        return {"model": {"init_from": init_from, "position_embedding_type": position_embedding_type,
+                          "hidden_size": 8}, "glue": {"task": "rte"}, "seed": 0}
+
+    scratch = write_suite(tmp_path / "scratch", {"rte": 55.0}, {"rte/seed_0": job(None, "rotary")})
+    pretrained = write_suite(tmp_path / "pretrained", {"rte": 57.0},
+                             {"rte/seed_0": job(str(checkpoint), "absolute")})
+    markdown = compare([scratch, pretrained], tmp_path / "out")
+    assert "position_embedding_type" not in markdown, "both models were rotary"
+    assert "hidden_size" not in markdown
 
 
 def write_seed_scores(path: Path, scores: dict[str, list[float]], seeds: list[int] | None = None) -> Path:

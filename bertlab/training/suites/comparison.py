@@ -15,10 +15,12 @@ from typing import Any
 import pandas as pd
 from omegaconf import OmegaConf
 
-from bertlab.errors import DataError
+from bertlab.checkpoint.dispatch import read_config
+from bertlab.errors import CheckpointError, DataError
 from bertlab.metrics import (TEXT_RATIO, VALIDATION_PREFIXES, best_point, final_values, metric_names,
                              named_for_their_sets, read_metrics, series)
 from bertlab.tables import markdown_table
+from bertlab.training.run.model_group import ARCHITECTURE_KEYS
 from bertlab.training.run.run_folder import CONFIG, TIMESTAMP, TIMING
 from bertlab.training.suites.glue import GLUE_AVERAGE, GLUE_CSV, job_configs
 from bertlab.training.suites.verdict import log_text_ratio, suite_seed_scores, text_verdicts, verdicts
@@ -51,11 +53,30 @@ def flat_config(folder: Path) -> dict[str, Any]:
     """A run's resolved config as dotted key → value. A GLUE suite's is what all its jobs share, so that
     their task, seed and rate drop out and two suites differ in what was fine-tuned and how."""
     if (folder / CONFIG).is_file():
-        return flatten(folder / CONFIG)
+        return as_built(flatten(folder / CONFIG))
     jobs = [flatten(path) for path in job_configs(folder)]
     if not jobs:
         return {}
-    return {key: value for key, value in jobs[0].items() if all(key in job and job[key] == value for job in jobs)}
+    return as_built({key: value for key, value in jobs[0].items()
+                     if all(key in job and job[key] == value for job in jobs)})
+
+
+def as_built(config: dict[str, Any]) -> dict[str, Any]:
+    """A config whose model came from `model.init_from` with the architecture that checkpoint gave it: the
+    `model` group's own architecture keys were not used (bertlab.training.run.model_group), so showing them
+    would set a pretrained rotary model beside a "scratch" one as if it were absolute. Where the checkpoint is
+    gone or is no folder (a hub id), those keys are left out."""
+    init_from = config.get("model.init_from")
+    if not init_from:
+        return config
+    try:
+        built = read_config(init_from).to_dict()
+    except (CheckpointError, OSError):
+        built = {}
+    architecture = {f"model.{key}": built[key] for key in ARCHITECTURE_KEYS if key in built}
+    own = {key: value for key, value in config.items()
+           if not (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)}
+    return {**own, **architecture}
 
 
 def pretraining_config(suite_config: dict[str, Any]) -> dict[str, Any]:
