@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlab import BertConfig, BertForMaskedLM
-from bertlab import dropout as bertlab_dropout
+from bertlab import model as bertlab_model
 from bertlab.lit.masking import mask_tokens
 from bertlab.model import IGNORE_INDEX, BertLayer
 from bertlab.presets import model_preset
@@ -59,8 +59,8 @@ def loss_only(model: BertForMaskedLM, batch: dict) -> torch.Tensor:
 
 
 def torch_dropout() -> contextlib.AbstractContextManager:
-    """bertlab.dropout's CPU mask swapped for torch's bernoulli_ one."""
-    return mock.patch.object(bertlab_dropout, "random_keep_mask",
+    """bertlab.model's CPU dropout mask swapped for torch's bernoulli_ one."""
+    return mock.patch.object(bertlab_model, "random_keep_mask",
                              lambda shape, p, device: torch.empty(shape, device=device).bernoulli_(1 - p))
 
 

@@ -1,4 +1,4 @@
-"""bertlab.dropout against F.dropout: the same distribution, scaling, gradient and seeding."""
+"""bertlab.model's dropout against F.dropout: the same distribution, scaling, gradient and seeding."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertlab.dropout import Dropout, dropout, random_keep_mask
+from bertlab.model import Dropout, dropout, random_keep_mask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.9])

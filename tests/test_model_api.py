@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 import bertlab
-import bertlab.dropout
 import bertlab.model
 from bertlab.errors import CheckpointError
 from bertlab.model import sinusoidal_positions
@@ -218,7 +217,7 @@ def test_training_mode_attentions_match_transformers_under_one_seed_and_the_same
         tmp_path, monkeypatch, position_type):
     ours, reference = model_pair(tmp_path, "BertForSequenceClassification", position_type,
                                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.3)
-    monkeypatch.setattr(bertlab.dropout, "random_keep_mask", bernoulli_keep_mask)
+    monkeypatch.setattr(bertlab.model, "random_keep_mask", bernoulli_keep_mask)
     batch = padded_pair_batch(seed=8)
     head_mask = torch.tensor([1.0, 0.0, 0.5, 1.0])
     results = []

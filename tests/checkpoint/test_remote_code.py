@@ -7,7 +7,7 @@ from bertlab.checkpoint.remote_code import carried_modules, remote_code_files
 
 def test_an_export_carries_the_modelling_modules_and_no_format_or_tokenizer_code():
     # value_rules: BertConfig's fields carry their rules, which its own checks run
-    assert sorted(carried_modules()) == ["bertlab_config.py", "bertlab_dropout.py", "bertlab_errors.py",
+    assert sorted(carried_modules()) == ["bertlab_config.py", "bertlab_errors.py",
                                          "bertlab_losses.py", "bertlab_model.py", "bertlab_value_rules.py"]
 
 
