@@ -19,12 +19,15 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.value_rules import Count, checks_arguments
+from bertlab.value_rules import Count, base_types, checks_arguments, field_annotations, is_of
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")
 _CONTINUATION_PREFIX = "##"
 ALPHABET_SIZE = 1000  # the most frequent characters, each a piece of the vocabulary (the trainer's limit_alphabet)
+OPTION_TYPE_WORDS = {"lowercase": "true or false", "tokenize_chinese_chars": "true or false",
+                     "strip_accents": "true, false or null (null: strip accents when lower-casing)",
+                     "max_input_chars_per_word": "a whole number of characters"}
 
 
 @checks_arguments
@@ -40,15 +43,10 @@ class WordPieceOptions:
     max_input_chars_per_word: Count = 100  # a longer word becomes [UNK]
 
     def __post_init__(self) -> None:
-        for name in ("lowercase", "tokenize_chinese_chars"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"tokenizer.{name}={getattr(self, name)!r}: expected true or false")
-        if self.strip_accents is not None and not isinstance(self.strip_accents, bool):
-            raise ConfigError(f"tokenizer.strip_accents={self.strip_accents!r}: expected true, false or null "
-                              "(null: strip accents when lower-casing)")
-        length = self.max_input_chars_per_word  # its range is its annotation's, checked at the call
-        if isinstance(length, bool) or not isinstance(length, int):
-            raise ConfigError(f"tokenizer.max_input_chars_per_word={length!r}: expected a whole number of characters")
+        # Each type is its field's annotation (ranges are checked at the call); these are a message's words.
+        for name, expected in OPTION_TYPE_WORDS.items():
+            if not is_of(value := getattr(self, name), base_types(field_annotations(WordPieceOptions)[name])):
+                raise ConfigError(f"tokenizer.{name}={value!r}: expected {expected}")
         if isinstance(self.never_split, str):
             raise ConfigError(f"tokenizer.never_split={self.never_split!r}: expected a list of tokens, "
                               f"such as [{self.never_split!r}]")

@@ -36,6 +36,7 @@ from bertlab.errors import ConfigError
 from bertlab.lit.classification import ClassificationModule, validation_metrics
 from bertlab.lit.fine_tuning import LayerwiseDecay
 from bertlab.lit.optim import configure_optimization
+from bertlab.lit.task_data import task_data
 from bertlab.model import BertForSequenceClassification
 from bertlab.teacher import folders as teacher_folders
 from bertlab.teacher.inference import autocast_dtype
@@ -128,10 +129,7 @@ class DistillationModule(ClassificationModule):
         the training and validation texts, and teacher.json in the run folder."""
         if stage != "fit" or self.teacher_logits is not None:
             return
-        data = self.trainer.datamodule
-        if not isinstance(data, ClassificationDataModule):
-            raise ConfigError(f"{type(self).__name__} reads the training texts from a ClassificationDataModule; "
-                              f"the trainer has {type(data).__name__}")
+        data = task_data(self, ClassificationDataModule, "the training texts")
         outputs = teacher_outputs(
             self.teacher, data.texts(data.train_split), data.texts(data.validation_split),
             layers=[teacher_layer for _, teacher_layer in self.layer_pairs], max_seq_length=data.max_seq_length,

@@ -24,11 +24,11 @@ from torchmetrics import MeanMetric
 
 from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
-from bertlab.errors import ConfigError
 from bertlab.flops import encoder_forward_flops
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.saved_task import RecordsTask
+from bertlab.lit.task_data import task_data
 from bertlab.model import BertModel
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype
@@ -73,10 +73,7 @@ class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, 
         the training and validation texts."""
         if stage != "fit" or self.train_targets is not None:
             return
-        data = self.trainer.datamodule
-        if not isinstance(data, SentenceDataModule):
-            raise ConfigError(f"{type(self).__name__} reads its texts from a SentenceDataModule (data=sentences); "
-                              f"the trainer has {type(data).__name__}")
+        data = task_data(self, SentenceDataModule, "its texts", " (data=sentences)")
         train, validation = data.texts("train"), data.texts("validation")
         precision = self.hparams.teacher_precision or str(self.trainer.precision)
         embedded = embedding_teacher.teacher_embeddings(
