@@ -5,9 +5,6 @@ in a process where bertlab cannot be imported, give bertlab's own hidden states.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -17,7 +14,7 @@ from bertlab import BertForMaskedLM, BertModel
 from bertlab.checkpoint import bert, modernbert, remote_code
 from bertlab.checkpoint.dispatch import export_pretrained, save_format
 from bertlab.tokenizer import train_tokenizer
-from tests.checkpoint.test_modernbert import BLOCK_BERTLAB, MODERNBERT
+from tests.checkpoint.test_modernbert import BLOCK_BERTLAB, MODERNBERT, run_without_bertlab
 from tests.factories import perturbed, small_config
 
 pytest.importorskip("sentence_transformers")
@@ -55,10 +52,7 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
                              "first": torch.tensor(pipeline({SENTENCES[0]!r})[0])}}
         torch.save(results, {str(tmp_path / "results.pt")!r})
     """)
-    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_without_bertlab(script, tmp_path)
     results = torch.load(tmp_path / "results.pt")
     for name in FORMATS:
         for key in ("first", "means"):

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -227,6 +228,15 @@ class NoBertlab(importlib.abc.MetaPathFinder):
             raise ImportError(f"{name} is blocked: the export must load without bertlab")
 sys.meta_path.insert(0, NoBertlab())
 """
+
+
+def run_without_bertlab(script: str, folder: Path) -> None:
+    """Runs `script` (which starts with BLOCK_BERTLAB) in a fresh Python in `folder`, where transformers keeps
+    the remote-code modules it copies."""
+    environment = {**os.environ, "HF_MODULES_CACHE": str(folder / "modules"), "PYTHONPATH": ""}
+    run = subprocess.run([sys.executable, "-c", script], cwd=folder, env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
 REMOTE_VARIANTS = {
     "BERT with rotary positions": dict(position_embedding_type="rotary"),
     "pre-norm RMSNorm SwiGLU without biases": dict(norm_position="pre", norm_type="rms_norm", norm_bias=False,
@@ -292,10 +302,7 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
             results[architecture] = (main.detach(), None if loss is None else loss.detach())
         torch.save(results, {str(tmp_path / "results.pt")!r})
     """)
-    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_without_bertlab(script, tmp_path)
     results = torch.load(tmp_path / "results.pt")
     for architecture, (main, loss) in expected.items():
         theirs, their_loss = results[architecture]
@@ -334,10 +341,7 @@ def test_a_remote_code_export_reads_the_output_switches_of_its_transformers_conf
         by_embeds = model(inputs_embeds=model.get_input_embeddings()(ids), attention_mask=mask).logits
         torch.save({{"logits": out.logits.detach(), "by_embeds": by_embeds.detach()}}, {str(tmp_path / "results.pt")!r})
     """)
-    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_without_bertlab(script, tmp_path)
     results, expected = torch.load(tmp_path / "results.pt"), torch.load(tmp_path / "inputs.pt")["logits"]
     for name in ("logits", "by_embeds"):
         difference = (results[name] - expected).abs().max().item()
