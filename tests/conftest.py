@@ -25,6 +25,21 @@ def bertlab_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         yield folder
 
 
+@pytest.fixture(scope="module")
+def config_module():
+    """Hydra initialised on bertlab's config module (its structured schemas registered), for `compose`; imported
+    here, as most tests need no Hydra."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from bertlab.training.launch.config_tree import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_module("bertlab.conf", version_base="1.3"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
     """The folder laid out like shared/data: $BERTLAB_DATA_DIR, else ../shared/data beside the checkout."""
