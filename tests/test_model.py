@@ -503,9 +503,9 @@ def test_bf16_autocast_keeps_the_mlm_loss_and_gradients_close_to_fp32():
     # The benchmark's "bf16" rows train under torch.autocast (Lightning's bf16-mixed): a fast path
     # on CPUs with AMX / AVX512-BF16, which must still train the same model.
     torch.manual_seed(0)
+    # initializer_range=0.2: far from uniform predictions, so precision shows in the loss
     config = factories.small_config(vocab_size=300, num_attention_heads=2, max_position_embeddings=512,
-                                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                                    initializer_range=0.2)  # far from uniform predictions, so precision shows in the loss
+                                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.2)
     model = BertForMaskedLM(config).train()
     input_ids = torch.randint(5, 300, (4, 24))
     attention_mask = torch.ones_like(input_ids)

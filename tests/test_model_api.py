@@ -54,7 +54,8 @@ def model_pair(tmp_path, class_name: str, position_type: str = "absolute", imple
 @pytest.mark.parametrize("class_name", ("BertModel", "BertForMaskedLM", "BertForSequenceClassification"))
 def test_a_loaded_model_is_in_eval_mode_so_two_loads_predict_alike_without_calling_eval(tmp_path, class_name):
     torch.manual_seed(0)
-    getattr(bertlab, class_name)(small_config(position_embedding_type="absolute", hidden_dropout_prob=0.3)).save_pretrained(tmp_path)
+    getattr(bertlab, class_name)(small_config(position_embedding_type="absolute",
+                                              hidden_dropout_prob=0.3)).save_pretrained(tmp_path)
     first, second = (getattr(bertlab, class_name).from_pretrained(tmp_path) for _ in range(2))
     assert not any(module.training for model in (first, second) for module in model.modules())
     inputs = inputs_of(padded_pair_batch(seed=1))
@@ -242,7 +243,8 @@ def test_the_attentions_returned_in_training_are_the_probabilities_that_weigh_th
     """With bertlab's own CPU dropout mask: each layer's context is exactly its returned attentions times its
     values."""
     torch.manual_seed(0)
-    model = bertlab.BertModel(small_config(position_embedding_type="absolute", attention_probs_dropout_prob=0.3)).train()
+    model = bertlab.BertModel(small_config(position_embedding_type="absolute",
+                                           attention_probs_dropout_prob=0.3)).train()
     captured = []
 
     def keep(module, args, output):
@@ -327,7 +329,8 @@ def test_an_encoder_of_other_shapes_loads_with_ignore_mismatched_sizes_as_in_tra
 
 
 def untied_transformers_checkpoint(tmp_path):
-    config = transformers.BertConfig(**json.loads(small_config(position_embedding_type="absolute", tie_word_embeddings=False).to_json_string()))
+    config = transformers.BertConfig(**json.loads(small_config(position_embedding_type="absolute",
+                                                               tie_word_embeddings=False).to_json_string()))
     torch.manual_seed(13)
     reference = transformers.BertForMaskedLM(config).eval()
     perturbed(reference, seed=14)
@@ -426,7 +429,8 @@ def test_a_learned_position_table_loaded_as_sinusoidal_is_a_one_line_error(tmp_p
 
 def test_orthogonal_embedding_init_gives_orthogonal_tables_at_the_normal_inits_scale():
     torch.manual_seed(0)
-    config = small_config(position_embedding_type="absolute", embedding_init="orthogonal", vocab_size=3000, initializer_range=0.02)
+    config = small_config(position_embedding_type="absolute", embedding_init="orthogonal", vocab_size=3000,
+                          initializer_range=0.02)
     embeddings = bertlab.BertModel(config).embeddings
     scale = 0.02 ** 2 * 64  # squared norm of a row (tables no taller than wide): 64 entries of std 0.02
     for table in (embeddings.position_embeddings.weight, embeddings.token_type_embeddings.weight):
@@ -435,7 +439,8 @@ def test_orthogonal_embedding_init_gives_orthogonal_tables_at_the_normal_inits_s
     assert (words[0] == 0).all()  # the padding row, as with the normal init
     torch.testing.assert_close(words.T @ words, 0.02 ** 2 * 3000 * torch.eye(64), atol=3e-3, rtol=0)
     assert words.std().item() == pytest.approx(0.02, rel=0.01)
-    normal = bertlab.BertModel(small_config(position_embedding_type="absolute", vocab_size=3000)).embeddings.position_embeddings.weight
+    normal = bertlab.BertModel(small_config(position_embedding_type="absolute",
+                                            vocab_size=3000)).embeddings.position_embeddings.weight
     assert (normal @ normal.T - scale * torch.eye(64)).abs().max() > 1e-3  # the default is not orthogonal
 
 

@@ -190,7 +190,8 @@ def test_bertlab_checkpoint_loads_in_transformers_with_identical_outputs(
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_regression_head_matches_transformers(tmp_path, parity_rows, position_type):
     torch.manual_seed(0)
-    ours = bertlab.BertForSequenceClassification(small_config(position_embedding_type=position_type, num_labels=1)).eval()
+    ours = bertlab.BertForSequenceClassification(small_config(position_embedding_type=position_type,
+                                                              num_labels=1)).eval()
     perturbed(ours, seed=3)
     ours.save_pretrained(tmp_path)
     reference = transformers.BertForSequenceClassification.from_pretrained(tmp_path).eval()
@@ -221,7 +222,8 @@ def test_transformers_checkpoint_loads_in_bertlab_with_identical_outputs(
 @pytest.mark.parametrize("position_type", ("relative_key", "relative_key_query"))
 def test_relative_positions_through_sdpa_match_eager_including_gradients(
         parity_rows, position_type, monkeypatch):
-    config = small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     sdpa = bertlab.BertForMaskedLM(config).train()
     perturbed(sdpa, seed=8)
@@ -249,7 +251,8 @@ def test_relative_positions_through_sdpa_match_eager_including_gradients(
 
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_fused_qkv_projection_matches_separate_projections(parity_rows, position_type):
-    config = small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     fused = bertlab.BertForPreTraining(config).train()
     perturbed(fused, seed=10)
@@ -297,7 +300,8 @@ def masked_outputs(model, class_name: str, inputs: dict, head_mask: torch.Tensor
 @pytest.mark.parametrize("class_name", ("BertModel", "BertForSequenceClassification"))
 def test_head_mask_matches_transformers(tmp_path, parity_rows, monkeypatch, class_name, position_type, implementation):
     torch.manual_seed(0)
-    ours = getattr(bertlab, class_name)(small_config(position_embedding_type=position_type, attn_implementation=implementation)).eval()
+    ours = getattr(bertlab, class_name)(small_config(position_embedding_type=position_type,
+                                                     attn_implementation=implementation)).eval()
     perturbed(ours, seed=12)
     ours.save_pretrained(tmp_path)
     reference = getattr(transformers, class_name).from_pretrained(tmp_path, attn_implementation="eager").eval()
@@ -319,8 +323,8 @@ def test_head_mask_matches_transformers(tmp_path, parity_rows, monkeypatch, clas
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_head_mask_gradient_matches_transformers(tmp_path, parity_rows, position_type, implementation, checkpointing):
     """The gradient of the loss with respect to the head mask: Michel et al.'s head importance."""
-    config = small_config(position_embedding_type=position_type, attn_implementation=implementation, hidden_dropout_prob=0.0,
-                          attention_probs_dropout_prob=0.0)
+    config = small_config(position_embedding_type=position_type, attn_implementation=implementation,
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     ours = bertlab.BertForSequenceClassification(config).eval()
     perturbed(ours, seed=14)
@@ -443,7 +447,8 @@ def test_a_layer_pruned_to_no_heads_goes_to_transformers_and_back(tmp_path, pari
 def test_a_token_classifier_export_loads_as_transformers_token_classifier_with_its_label_names(tmp_path):
     tags = {0: "O", 1: "B-PER", 2: "I-PER"}
     ours = bertlab.BertForTokenClassification(
-        small_config(position_embedding_type="absolute", id2label=tags, label2id={v: k for k, v in tags.items()})).eval()
+        small_config(position_embedding_type="absolute", id2label=tags,
+                     label2id={v: k for k, v in tags.items()})).eval()
     ours.save_pretrained(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
     reference, info = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path, output_loading_info=True)

@@ -122,7 +122,8 @@ def test_every_knob_learns_a_toy_masked_lm_task(knob):
 
 def test_rotary_positions_depend_only_on_distances():
     torch.manual_seed(0)
-    model = perturbed(BertModel(small_config(position_embedding_type="rotary", type_vocab_size=0)), seed=1, scale=0.1).eval()
+    model = perturbed(BertModel(small_config(position_embedding_type="rotary", type_vocab_size=0)), seed=1,
+                      scale=0.1).eval()
     input_ids = padded_batch()["input_ids"]
     positions = torch.arange(LENGTH)[None]
     torch.testing.assert_close(model(input_ids, position_ids=positions + 7).last_hidden_state,
@@ -134,7 +135,8 @@ def test_rotary_positions_depend_only_on_distances():
 
 def test_without_position_embeddings_the_encoder_is_blind_to_order():
     torch.manual_seed(0)
-    model = perturbed(BertModel(small_config(position_embedding_type="none", type_vocab_size=0)), seed=1, scale=0.1).eval()
+    model = perturbed(BertModel(small_config(position_embedding_type="none", type_vocab_size=0)), seed=1,
+                      scale=0.1).eval()
     assert not hasattr(model.embeddings, "position_embeddings")
     input_ids = padded_batch()["input_ids"]
     order = torch.randperm(LENGTH)
@@ -231,7 +233,8 @@ def test_a_gated_ffn_computes_activation_of_the_input_times_the_gate():
 
 def test_mean_pooling_reads_only_the_unmasked_positions():
     torch.manual_seed(0)
-    model = perturbed(BertForSequenceClassification(small_config(classifier_pooling="mean", type_vocab_size=0)), seed=1, scale=0.1).eval()
+    model = perturbed(BertForSequenceClassification(small_config(classifier_pooling="mean", type_vocab_size=0)),
+                      seed=1, scale=0.1).eval()
     batch = padded_batch()
     logits = model(batch["input_ids"], batch["attention_mask"]).logits
     torch.testing.assert_close(logits[2:], model(batch["input_ids"][2:, :7]).logits, rtol=1e-5, atol=1e-5)

@@ -30,7 +30,8 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
     tokenizer = train_tokenizer(SENTENCES * 10, vocab_size=60)
     expected = {}
     for name, knobs in FORMATS.items():
-        config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2, **knobs)
+        config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2,
+                              **knobs)
         torch.manual_seed(0)
         model = perturbed(BertForMaskedLM(config), seed=3).eval()
         assert save_format(model) is MODULES[name]
@@ -62,7 +63,8 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
 
 def test_a_modernbert_export_has_its_tokenizer_leave_out_token_types(tmp_path):
     tokenizer = train_tokenizer(SENTENCES * 10, vocab_size=60)
-    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2, **MODERNBERT)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2,
+                          **MODERNBERT)
     export_pretrained(BertForMaskedLM(config), tokenizer, tmp_path)
     saved = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert saved["model_input_names"] == ["input_ids", "attention_mask"]

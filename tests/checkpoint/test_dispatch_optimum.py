@@ -26,8 +26,8 @@ def test_optimum_exports_a_classifier_that_onnxruntime_runs_as_bertlab_does(name
     exporter = pytest.importorskip("optimum.exporters.onnx", reason="optimum 2.x exports to ONNX from the separate "
                                                                      "package optimum-onnx (pip install optimum-onnx)")
     tokenizer = train_tokenizer(SENTENCES * 10, vocab_size=60)
-    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2, num_labels=2,
-                          **FORMATS[name])
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2,
+                          num_labels=2, **FORMATS[name])
     torch.manual_seed(0)
     model = perturbed(BertForSequenceClassification(config), seed=3).eval()
     assert save_format(model).MODEL_TYPE == name

@@ -362,7 +362,8 @@ def report():
 def test_a_span_head_travels_both_ways_as_modernberts_question_answering(variant, tmp_path):
     """bertlab's `qa_outputs` is ModernBertForQuestionAnswering's `classifier`, after the same `head`."""
     torch.manual_seed(0)
-    ours = perturbed(BertForQuestionAnswering(small_config(num_labels=2, **(BIASED if variant == "biased" else {}))), seed=3).eval()
+    ours = perturbed(BertForQuestionAnswering(small_config(num_labels=2, **(BIASED if variant == "biased" else {}))),
+                     seed=3).eval()
     ours.save_pretrained(tmp_path / "bertlab")
     saved = json.loads((tmp_path / "bertlab" / "config.json").read_text())
     assert saved["architectures"] == ["ModernBertForQuestionAnswering"]
