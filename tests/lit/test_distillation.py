@@ -278,8 +278,8 @@ def test_the_student_exports_as_a_plain_classifier_that_predict_reads(runs, caps
 @pytest.fixture(scope="module")
 def three_label_teacher(runs) -> Path:
     folder = runs["root"] / "three_labels"
-    BertForSequenceClassification(small_config(vocab_size=60, id2label={0: "a", 1: "b",
-                                                                        2: "c"})).save_pretrained(folder)
+    BertForSequenceClassification(small_config(vocab_size=60,
+                                               id2label={0: "a", 1: "b", 2: "c"})).save_pretrained(folder)
     save_tokenizer(load_tokenizer(runs["teacher"]), folder)
     return folder
 
