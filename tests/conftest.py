@@ -25,6 +25,21 @@ def bertlab_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         yield folder
 
 
+@pytest.fixture(scope="module")
+def config_module():
+    """Hydra initialised on bertlab's config module (its structured schemas registered), for `compose`; imported
+    here, as most tests need no Hydra."""
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from bertlab.training.launch.config_tree import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_module("bertlab.conf", version_base="1.3"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
     """The folder laid out like shared/data: $BERTLAB_DATA_DIR, else ../shared/data beside the checkout."""
@@ -112,16 +127,14 @@ def classifier_dir(tiny_data_dir: Path, tmp_path_factory: pytest.TempPathFactory
     import pandas as pd
     import torch
 
-    from bertlab.config import BertConfig
     from bertlab.model import BertForSequenceClassification
     from bertlab.tokenizer import save_tokenizer, train_tokenizer
+    from tests.factories import small_config
 
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
     tokenizer = train_tokenizer(sentences, vocab_size=60)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
-                        id2label={0: "negative", 1: "positive"})
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), id2label={0: "negative", 1: "positive"})
     directory = tmp_path_factory.mktemp("classifier") / "hf_model"
     BertForSequenceClassification(config).save_pretrained(directory)
     save_tokenizer(tokenizer, directory)

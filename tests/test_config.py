@@ -9,13 +9,7 @@ import pytest
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.value_rules import OneOf, field_annotations, rules
-
-
-def small(**overrides) -> BertConfig:
-    values = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=64, max_position_embeddings=64)
-    values.update(overrides)
-    return BertConfig(**values)
+from tests.factories import small_config
 
 
 @pytest.mark.parametrize(
@@ -52,7 +46,7 @@ def small(**overrides) -> BertConfig:
 )
 def test_invalid_values_raise_config_error_naming_the_field(overrides, message):
     with pytest.raises(ConfigError, match=message):
-        small(**overrides)
+        small_config(**overrides)
 
 
 def test_each_field_with_a_rule_refuses_a_value_outside_it_as_a_model_config():
@@ -62,25 +56,25 @@ def test_each_field_with_a_rule_refuses_a_value_outside_it_as_a_model_config():
     for name, (rule, *_) in ruled.items():
         value = "surely-not-a-choice" if isinstance(rule, OneOf) else -1
         with pytest.raises(ConfigError, match=f"^model config: (unknown )?{name} "):
-            small(**{name: value})
+            small_config(**{name: value})
 
 
 def test_valid_edge_values_are_accepted():
-    config = small(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0,
-                   pad_token_id=99, position_embedding_type="relative_key_query", hidden_act="gelu_new",
-                   problem_type="regression", num_labels=1)
+    config = small_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0,
+                          pad_token_id=99, position_embedding_type="relative_key_query", hidden_act="gelu_new",
+                          problem_type="regression", num_labels=1)
     assert config.head_size == 8
 
 
 def test_id2label_sets_num_labels_and_normalises_key_types():
-    config = small(id2label={"0": "neg", "1": "neu", "2": "pos"}, label2id={"neg": "0", "neu": 1, "pos": 2})
+    config = small_config(id2label={"0": "neg", "1": "neu", "2": "pos"}, label2id={"neg": "0", "neu": 1, "pos": 2})
     assert config.num_labels == 3
     assert config.id2label == {0: "neg", 1: "neu", 2: "pos"}
     assert config.label2id == {"neg": 0, "neu": 1, "pos": 2}
 
 
 def test_pruned_heads_normalise_json_keys_and_round_trip(tmp_path):
-    config = small(pruned_heads={"1": [3, 0, 3], "0": []})
+    config = small_config(pruned_heads={"1": [3, 0, 3], "0": []})
     assert config.pruned_heads == {1: [0, 3]}  # int keys, sorted unique heads, layers without heads dropped
     assert json.loads(config.to_json_string())["pruned_heads"] == {"1": [0, 3]}  # JSON keys are strings
     (tmp_path / "config.json").write_text(config.to_json_string())
@@ -94,9 +88,9 @@ def test_unknown_constructor_keyword_in_from_dict_is_ignored_but_bad_type_is_con
 
 
 def test_json_round_trip_keeps_every_weight_property_and_labels(tmp_path):
-    config = small(position_embedding_type="relative_key", hidden_act="relu", classifier_dropout=0.2,
-                   id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
-                   problem_type="single_label_classification", pad_token_id=3, layer_norm_eps=1e-6)
+    config = small_config(position_embedding_type="relative_key", hidden_act="relu", classifier_dropout=0.2,
+                          id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1},
+                          problem_type="single_label_classification", pad_token_id=3, layer_norm_eps=1e-6)
     path = tmp_path / "config.json"
     path.write_text(config.to_json_string(architecture="BertForSequenceClassification"))
     written = json.loads(path.read_text())
@@ -115,13 +109,13 @@ def test_json_round_trip_keeps_every_weight_property_and_labels(tmp_path):
 
 
 def test_default_labels_are_written_like_hugging_face():
-    written = json.loads(small(num_labels=3).to_json_string())
+    written = json.loads(small_config(num_labels=3).to_json_string())
     assert written["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}
     assert written["label2id"] == {"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2}
 
 
 def test_runtime_switches_are_not_written_to_config_json():
-    config = small(gradient_checkpointing=True, attn_implementation="eager", fused_qkv=False)
+    config = small_config(gradient_checkpointing=True, attn_implementation="eager", fused_qkv=False)
     written = json.loads(config.to_json_string())
     assert not {"gradient_checkpointing", "attn_implementation", "fused_qkv"} & written.keys()
     assert BertConfig.from_dict(written).attn_implementation == "sdpa"
@@ -197,9 +191,9 @@ def test_missing_config_json_names_the_file(tmp_path):
 
 def test_label_maps_with_non_integer_ids_are_config_errors():
     with pytest.raises(ConfigError, match="id2label must map integer ids"):
-        small(id2label={"first": "A"})
+        small_config(id2label={"first": "A"})
     with pytest.raises(ConfigError, match="label2id"):
-        small(label2id={"A": "zero"})
+        small_config(label2id={"A": "zero"})
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
@@ -212,13 +206,13 @@ def test_label_maps_with_non_integer_ids_are_config_errors():
 ])
 def test_the_api_fields_refuse_values_they_cannot_mean(overrides, message):
     with pytest.raises(ConfigError, match=message):
-        small(**overrides)
+        small_config(**overrides)
 
 
 def test_a_sinusoidal_config_is_written_as_the_absolute_table_and_an_untied_one_says_so():
-    written = json.loads(small(position_embedding_type="sinusoidal", tie_word_embeddings=False,
-                               output_hidden_states=True).to_json_string())
+    written = json.loads(small_config(position_embedding_type="sinusoidal", tie_word_embeddings=False,
+                                      output_hidden_states=True).to_json_string())
     assert written["position_embedding_type"] == "absolute" and written["tie_word_embeddings"] is False
     assert "output_hidden_states" not in written  # a choice of the run, as the other runtime switches
-    assert small(position_embedding_type="sinusoidal").parameter_count() == small().parameter_count()
-    assert small(tie_word_embeddings=False).parameter_count() == small().parameter_count() + 100 * 32
+    assert small_config(position_embedding_type="sinusoidal").parameter_count() == small_config().parameter_count()
+    assert small_config(tie_word_embeddings=False).parameter_count() == small_config().parameter_count() + 100 * 32

@@ -4,6 +4,7 @@ head masks and pruned heads, bf16 autocast."""
 from __future__ import annotations
 
 import copy
+import functools
 
 import pytest
 import torch
@@ -11,18 +12,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from benchmarks.core_step_time import activation_bytes, sparse_loss
-from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
+from bertlab import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
 from bertlab.errors import ConfigError
 from bertlab.model import IGNORE_INDEX, predicted_positions
+from tests import factories
 
 VOCAB = 200
 
 
-def small_config(**overrides) -> BertConfig:
-    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=256, max_position_embeddings=64)
-    values.update(overrides)
-    return BertConfig(**values)
+small_config = functools.partial(factories.small_config, vocab_size=VOCAB, hidden_size=64, intermediate_size=256)
 
 
 def mlm_batch(batch: int = 4, length: int = 32, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -505,9 +503,9 @@ def test_bf16_autocast_keeps_the_mlm_loss_and_gradients_close_to_fp32():
     # The benchmark's "bf16" rows train under torch.autocast (Lightning's bf16-mixed): a fast path
     # on CPUs with AMX / AVX512-BF16, which must still train the same model.
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        initializer_range=0.2)  # far from uniform predictions, so precision shows in the loss
+    # initializer_range=0.2: far from uniform predictions, so precision shows in the loss
+    config = factories.small_config(vocab_size=300, num_attention_heads=2, max_position_embeddings=512,
+                                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.2)
     model = BertForMaskedLM(config).train()
     input_ids = torch.randint(5, 300, (4, 24))
     attention_mask = torch.ones_like(input_ids)

@@ -17,8 +17,8 @@ import bertlab
 import bertlab.model
 from bertlab.errors import CheckpointError
 from bertlab.model import sinusoidal_positions
-from tests.test_model_parity import BATCH, LENGTH, TOLERANCE, VOCAB, max_diff, padded_pair_batch, perturb, \
-    small_config
+from tests.factories import perturbed
+from tests.test_model_parity import BATCH, LENGTH, TOLERANCE, VOCAB, max_diff, padded_pair_batch, small_config
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -40,8 +40,8 @@ def model_pair(tmp_path, class_name: str, position_type: str = "absolute", imple
                seed: int = 0, **overrides):
     """A perturbed bertlab model and transformers' load of its save, both in eval mode."""
     torch.manual_seed(seed)
-    ours = getattr(bertlab, class_name)(small_config(position_type, **overrides)).eval()
-    perturb(ours, seed=seed + 1)
+    ours = getattr(bertlab, class_name)(small_config(position_embedding_type=position_type, **overrides)).eval()
+    perturbed(ours, seed=seed + 1)
     ours.save_pretrained(tmp_path)
     reference = getattr(transformers, class_name).from_pretrained(tmp_path, attn_implementation=implementation)
     return ours, reference.eval()
@@ -53,7 +53,8 @@ def model_pair(tmp_path, class_name: str, position_type: str = "absolute", imple
 @pytest.mark.parametrize("class_name", ("BertModel", "BertForMaskedLM", "BertForSequenceClassification"))
 def test_a_loaded_model_is_in_eval_mode_so_two_loads_predict_alike_without_calling_eval(tmp_path, class_name):
     torch.manual_seed(0)
-    getattr(bertlab, class_name)(small_config("absolute", hidden_dropout_prob=0.3)).save_pretrained(tmp_path)
+    getattr(bertlab, class_name)(small_config(position_embedding_type="absolute",
+                                              hidden_dropout_prob=0.3)).save_pretrained(tmp_path)
     first, second = (getattr(bertlab, class_name).from_pretrained(tmp_path) for _ in range(2))
     assert not any(module.training for model in (first, second) for module in model.modules())
     inputs = inputs_of(padded_pair_batch(seed=1))
@@ -68,7 +69,7 @@ def test_fine_tuning_from_a_checkpoint_starts_in_training_mode(tmp_path, monkeyp
     from omegaconf import OmegaConf
 
     from bertlab.training.run import modules
-    bertlab.BertForSequenceClassification(small_config("absolute")).save_pretrained(tmp_path)
+    bertlab.BertForSequenceClassification(small_config(position_embedding_type="absolute")).save_pretrained(tmp_path)
     monkeypatch.setattr(modules, "init_from_overrides", lambda model_cfg: {})  # reads Hydra's command line
     cfg = OmegaConf.create({"model": {"init_from": str(tmp_path)}, "data": {"tokenizer": "its own"}})
     tokenizer = type("Tokenizer", (), {"get_vocab_size": lambda self: VOCAB})()
@@ -83,8 +84,8 @@ def test_fine_tuning_from_a_checkpoint_starts_in_training_mode(tmp_path, monkeyp
                                         "BertForSequenceClassification"))
 def test_inputs_embeds_give_the_outputs_of_the_ids_path(class_name):
     torch.manual_seed(0)
-    model = getattr(bertlab, class_name)(small_config("absolute")).eval()
-    perturb(model, seed=1)
+    model = getattr(bertlab, class_name)(small_config(position_embedding_type="absolute")).eval()
+    perturbed(model, seed=1)
     batch = padded_pair_batch(seed=2)
     inputs = inputs_of(batch)
     labels = {"labels": batch["mlm_labels"]} if "Masked" in class_name or "PreTraining" in class_name else {}
@@ -123,7 +124,7 @@ def test_inputs_embeds_and_their_gradient_match_transformers(tmp_path, position_
     ({"inputs_embeds": "2-D"}, r"^inputs_embeds must be \[batch, length, hidden_size=64\], got shape \(4, 64\)$"),
 ])
 def test_neither_both_or_a_misshapen_input_is_a_one_line_error(given, message):
-    model = bertlab.BertForMaskedLM(small_config("absolute"))
+    model = bertlab.BertForMaskedLM(small_config(position_embedding_type="absolute"))
     ids = torch.ones(4, 8, dtype=torch.long)
     arguments = {}
     if "input_ids" in given:
@@ -197,7 +198,7 @@ def test_transformers_extended_mask_is_taken_as_it_is(tmp_path):
     (torch.ones(BATCH, LENGTH, LENGTH, 1), r"got shape \[4, 24, 24, 1\]$"),
 ])
 def test_a_mask_of_the_wrong_shape_or_kind_is_a_one_line_error(mask, message):
-    model = bertlab.BertModel(small_config("absolute"))
+    model = bertlab.BertModel(small_config(position_embedding_type="absolute"))
     with pytest.raises(ValueError, match=message) as error:
         model(torch.ones(BATCH, LENGTH, dtype=torch.long), mask)
     assert "\n" not in str(error.value)
@@ -241,7 +242,8 @@ def test_the_attentions_returned_in_training_are_the_probabilities_that_weigh_th
     """With bertlab's own CPU dropout mask: each layer's context is exactly its returned attentions times its
     values."""
     torch.manual_seed(0)
-    model = bertlab.BertModel(small_config("absolute", attention_probs_dropout_prob=0.3)).train()
+    model = bertlab.BertModel(small_config(position_embedding_type="absolute",
+                                           attention_probs_dropout_prob=0.3)).train()
     captured = []
 
     def keep(module, args, output):
@@ -326,10 +328,11 @@ def test_an_encoder_of_other_shapes_loads_with_ignore_mismatched_sizes_as_in_tra
 
 
 def untied_transformers_checkpoint(tmp_path):
-    config = transformers.BertConfig(**json.loads(small_config("absolute", tie_word_embeddings=False).to_json_string()))
+    config = transformers.BertConfig(**json.loads(small_config(position_embedding_type="absolute",
+                                                               tie_word_embeddings=False).to_json_string()))
     torch.manual_seed(13)
     reference = transformers.BertForMaskedLM(config).eval()
-    perturb(reference, seed=14)
+    perturbed(reference, seed=14)
     assert not torch.equal(reference.cls.predictions.decoder.weight, reference.bert.embeddings.word_embeddings.weight)
     reference.save_pretrained(tmp_path, safe_serialization=True)
     return reference
@@ -369,7 +372,7 @@ def test_an_untied_decoder_under_a_tied_config_is_reported_not_silently_replaced
 def test_a_tied_checkpoint_with_its_decoder_copy_loads_without_a_report(tmp_path):
     torch.manual_seed(0)
     reference = transformers.BertForMaskedLM(transformers.BertConfig(
-        **json.loads(small_config("absolute").to_json_string())))
+        **json.loads(small_config(position_embedding_type="absolute").to_json_string())))
     reference.config.save_pretrained(tmp_path)
     state = reference.state_dict()  # with the decoder's tied copy, which save_pretrained leaves out
     assert torch.equal(state["cls.predictions.decoder.weight"], state["bert.embeddings.word_embeddings.weight"])
@@ -394,7 +397,7 @@ def test_the_sinusoidal_table_is_the_transformers_encoding():
 def test_a_sinusoidal_model_stays_fixed_and_its_export_loads_in_transformers_with_identical_outputs(
         tmp_path, class_name):
     torch.manual_seed(0)
-    ours = getattr(bertlab, class_name)(small_config("sinusoidal")).train()
+    ours = getattr(bertlab, class_name)(small_config(position_embedding_type="sinusoidal")).train()
     table = ours.bert.embeddings.position_embeddings.weight if class_name != "BertModel" \
         else ours.embeddings.position_embeddings.weight
     assert torch.equal(table, sinusoidal_positions(64, 64)) and not table.requires_grad
@@ -425,7 +428,8 @@ def test_a_learned_position_table_loaded_as_sinusoidal_is_a_one_line_error(tmp_p
 
 def test_orthogonal_embedding_init_gives_orthogonal_tables_at_the_normal_inits_scale():
     torch.manual_seed(0)
-    config = small_config("absolute", embedding_init="orthogonal", vocab_size=3000, initializer_range=0.02)
+    config = small_config(position_embedding_type="absolute", embedding_init="orthogonal", vocab_size=3000,
+                          initializer_range=0.02)
     embeddings = bertlab.BertModel(config).embeddings
     scale = 0.02 ** 2 * 64  # squared norm of a row (tables no taller than wide): 64 entries of std 0.02
     for table in (embeddings.position_embeddings.weight, embeddings.token_type_embeddings.weight):
@@ -434,7 +438,8 @@ def test_orthogonal_embedding_init_gives_orthogonal_tables_at_the_normal_inits_s
     assert (words[0] == 0).all()  # the padding row, as with the normal init
     torch.testing.assert_close(words.T @ words, 0.02 ** 2 * 3000 * torch.eye(64), atol=3e-3, rtol=0)
     assert words.std().item() == pytest.approx(0.02, rel=0.01)
-    normal = bertlab.BertModel(small_config("absolute", vocab_size=3000)).embeddings.position_embeddings.weight
+    normal = bertlab.BertModel(small_config(position_embedding_type="absolute",
+                                            vocab_size=3000)).embeddings.position_embeddings.weight
     assert (normal @ normal.T - scale * torch.eye(64)).abs().max() > 1e-3  # the default is not orthogonal
 
 
@@ -448,9 +453,9 @@ def test_the_plain_training_call_takes_the_fused_head_and_returns_logits_without
     monkeypatch.setattr(bertlab.model, "linear_cross_entropy_sum",
                         lambda *args, **kwargs: fused_calls.append(1) or fused(*args, **kwargs))
     torch.manual_seed(0)
-    model = getattr(bertlab, class_name)(small_config("absolute", hidden_dropout_prob=0.0,
+    model = getattr(bertlab, class_name)(small_config(position_embedding_type="absolute", hidden_dropout_prob=0.0,
                                                       attention_probs_dropout_prob=0.0)).train()
-    perturb(model, seed=17)
+    perturbed(model, seed=17)
     batch = padded_pair_batch(seed=18)
     extra = {"next_sentence_label": batch["next_sentence_label"]} if class_name == "BertForPreTraining" else {}
     results = []
@@ -486,7 +491,7 @@ def test_the_plain_training_call_gives_transformers_loss_gradients_and_logits(tm
 
 def test_logits_with_gradients_serve_a_loss_of_ones_own():
     torch.manual_seed(0)
-    model = bertlab.BertForMaskedLM(small_config("absolute", hidden_dropout_prob=0.0,
+    model = bertlab.BertForMaskedLM(small_config(position_embedding_type="absolute", hidden_dropout_prob=0.0,
                                                  attention_probs_dropout_prob=0.0)).train()
     batch = padded_pair_batch(seed=20)
     labels = batch["mlm_labels"]
@@ -503,5 +508,5 @@ def test_logits_with_gradients_serve_a_loss_of_ones_own():
 
 @pytest.mark.parametrize(("position_type", "tied"), (("absolute", False), ("sinusoidal", True)))
 def test_the_config_parameter_count_is_the_models_for_the_new_options(position_type, tied):
-    config = small_config(position_type, tie_word_embeddings=tied)
+    config = small_config(position_embedding_type=position_type, tie_word_embeddings=tied)
     assert bertlab.BertForPreTraining(config).num_parameters == config.parameter_count()

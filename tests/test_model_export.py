@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import bertlab
-from tests.test_model_parity import padded_pair_batch, perturb, small_config
+from tests.factories import perturbed
+from tests.test_model_parity import padded_pair_batch, small_config
 
 CLASSES = ("BertModel", "BertForMaskedLM", "BertForSequenceClassification", "BertForPreTraining")
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -16,8 +17,8 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 def model_and_inputs(class_name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     torch.manual_seed(0)
-    model = getattr(bertlab, class_name)(small_config("absolute")).eval()
-    perturb(model, seed=1)
+    model = getattr(bertlab, class_name)(small_config(position_embedding_type="absolute")).eval()
+    perturbed(model, seed=1)
     batch = padded_pair_batch(seed=2)
     return model, tuple(batch[name] for name in INPUT_NAMES)
 

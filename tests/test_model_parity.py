@@ -7,6 +7,7 @@ The module prints a table of the largest differences at the end of the run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 import pytest
@@ -17,6 +18,8 @@ import bertlab
 from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.config import BertConfig
 from bertlab.tokenizer import train_tokenizer
+from tests import factories
+from tests.factories import perturbed
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()  # relative models load without the unused absolute table
@@ -28,20 +31,8 @@ CLASSES = ("BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenc
 VOCAB, BATCH, LENGTH = 300, 4, 24
 
 
-def small_config(position_embedding_type: str, **overrides) -> BertConfig:
-    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=128, max_position_embeddings=64, num_labels=3,
-                  position_embedding_type=position_embedding_type)
-    values.update(overrides)
-    return BertConfig(**values)
-
-
-def perturb(model: torch.nn.Module, seed: int) -> None:
-    """Moves every parameter off its init so that zero biases and unit LayerNorms are checked too."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+small_config = functools.partial(factories.small_config, vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                                 num_labels=3)
 
 
 def padded_pair_batch(seed: int) -> dict[str, torch.Tensor]:
@@ -184,8 +175,8 @@ def count_sdpa_calls(monkeypatch) -> list:
 def test_bertlab_checkpoint_loads_in_transformers_with_identical_outputs(
         tmp_path, parity_rows, position_type, class_name):
     torch.manual_seed(0)
-    ours = getattr(bertlab, class_name)(small_config(position_type)).eval()
-    perturb(ours, seed=1)
+    ours = getattr(bertlab, class_name)(small_config(position_embedding_type=position_type)).eval()
+    perturbed(ours, seed=1)
     ours.save_pretrained(tmp_path)
     batch = padded_pair_batch(seed=2)
     expected = outputs(ours, class_name, batch)
@@ -199,8 +190,9 @@ def test_bertlab_checkpoint_loads_in_transformers_with_identical_outputs(
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_regression_head_matches_transformers(tmp_path, parity_rows, position_type):
     torch.manual_seed(0)
-    ours = bertlab.BertForSequenceClassification(small_config(position_type, num_labels=1)).eval()
-    perturb(ours, seed=3)
+    ours = bertlab.BertForSequenceClassification(small_config(position_embedding_type=position_type,
+                                                              num_labels=1)).eval()
+    perturbed(ours, seed=3)
     ours.save_pretrained(tmp_path)
     reference = transformers.BertForSequenceClassification.from_pretrained(tmp_path).eval()
     assert reference.config.num_labels == 1
@@ -214,10 +206,10 @@ def test_regression_head_matches_transformers(tmp_path, parity_rows, position_ty
 @pytest.mark.parametrize("class_name", CLASSES)
 def test_transformers_checkpoint_loads_in_bertlab_with_identical_outputs(
         tmp_path, parity_rows, position_type, class_name):
-    config = transformers.BertConfig(**json.loads(small_config(position_type).to_json_string()))
+    config = transformers.BertConfig(**json.loads(small_config(position_embedding_type=position_type).to_json_string()))
     torch.manual_seed(5)
     reference = getattr(transformers, class_name)(config).eval()
-    perturb(reference, seed=6)
+    perturbed(reference, seed=6)
     reference.save_pretrained(tmp_path, safe_serialization=True)
     ours = getattr(bertlab, class_name).from_pretrained(tmp_path).eval()
     assert ours.config.position_embedding_type == position_type
@@ -230,10 +222,11 @@ def test_transformers_checkpoint_loads_in_bertlab_with_identical_outputs(
 @pytest.mark.parametrize("position_type", ("relative_key", "relative_key_query"))
 def test_relative_positions_through_sdpa_match_eager_including_gradients(
         parity_rows, position_type, monkeypatch):
-    config = small_config(position_type, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     sdpa = bertlab.BertForMaskedLM(config).train()
-    perturb(sdpa, seed=8)
+    perturbed(sdpa, seed=8)
     eager = bertlab.BertForMaskedLM(dataclasses.replace(config, attn_implementation="eager")).train()
     eager.load_state_dict(sdpa.state_dict())
     batch = padded_pair_batch(seed=9)
@@ -258,10 +251,11 @@ def test_relative_positions_through_sdpa_match_eager_including_gradients(
 
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_fused_qkv_projection_matches_separate_projections(parity_rows, position_type):
-    config = small_config(position_type, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = small_config(position_embedding_type=position_type, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     fused = bertlab.BertForPreTraining(config).train()
-    perturb(fused, seed=10)
+    perturbed(fused, seed=10)
     separate = bertlab.BertForPreTraining(dataclasses.replace(config, fused_qkv=False)).train()
     separate.load_state_dict(fused.state_dict())
     batch = padded_pair_batch(seed=11)
@@ -306,8 +300,9 @@ def masked_outputs(model, class_name: str, inputs: dict, head_mask: torch.Tensor
 @pytest.mark.parametrize("class_name", ("BertModel", "BertForSequenceClassification"))
 def test_head_mask_matches_transformers(tmp_path, parity_rows, monkeypatch, class_name, position_type, implementation):
     torch.manual_seed(0)
-    ours = getattr(bertlab, class_name)(small_config(position_type, attn_implementation=implementation)).eval()
-    perturb(ours, seed=12)
+    ours = getattr(bertlab, class_name)(small_config(position_embedding_type=position_type,
+                                                     attn_implementation=implementation)).eval()
+    perturbed(ours, seed=12)
     ours.save_pretrained(tmp_path)
     reference = getattr(transformers, class_name).from_pretrained(tmp_path, attn_implementation="eager").eval()
     batch = padded_pair_batch(seed=13)
@@ -328,11 +323,11 @@ def test_head_mask_matches_transformers(tmp_path, parity_rows, monkeypatch, clas
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_head_mask_gradient_matches_transformers(tmp_path, parity_rows, position_type, implementation, checkpointing):
     """The gradient of the loss with respect to the head mask: Michel et al.'s head importance."""
-    config = small_config(position_type, attn_implementation=implementation, hidden_dropout_prob=0.0,
-                          attention_probs_dropout_prob=0.0)
+    config = small_config(position_embedding_type=position_type, attn_implementation=implementation,
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     ours = bertlab.BertForSequenceClassification(config).eval()
-    perturb(ours, seed=14)
+    perturbed(ours, seed=14)
     ours.save_pretrained(tmp_path)
     reference = transformers.BertForSequenceClassification.from_pretrained(tmp_path).eval()
     if checkpointing:
@@ -365,8 +360,8 @@ PRUNINGS = ({0: [1]}, {0: [1, 3], 1: [2]})  # heads are numbered as in the unpru
 @pytest.mark.parametrize("class_name", CLASSES)
 def test_pruned_model_matches_transformers_pruned_alike(tmp_path, parity_rows, position_type, class_name):
     torch.manual_seed(0)
-    ours = getattr(bertlab, class_name)(small_config(position_type)).eval()
-    perturb(ours, seed=16)
+    ours = getattr(bertlab, class_name)(small_config(position_embedding_type=position_type)).eval()
+    perturbed(ours, seed=16)
     ours.save_pretrained(tmp_path)
     reference = getattr(transformers, class_name).from_pretrained(tmp_path).eval()
     for heads in PRUNINGS:
@@ -382,8 +377,8 @@ def test_pruned_model_matches_transformers_pruned_alike(tmp_path, parity_rows, p
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 def test_pruned_bertlab_export_loads_in_transformers_pruned(tmp_path, parity_rows, position_type):
     torch.manual_seed(0)
-    ours = bertlab.BertForSequenceClassification(small_config(position_type)).eval()
-    perturb(ours, seed=18)
+    ours = bertlab.BertForSequenceClassification(small_config(position_embedding_type=position_type)).eval()
+    perturbed(ours, seed=18)
     for heads in PRUNINGS:
         ours.prune_heads(heads)
     export_pretrained(ours, train_tokenizer(["a pruned model and its tokenizer"] * 4, vocab_size=VOCAB), tmp_path)
@@ -400,10 +395,10 @@ def test_pruned_bertlab_export_loads_in_transformers_pruned(tmp_path, parity_row
 @pytest.mark.parametrize("position_type", POSITION_TYPES)
 @pytest.mark.parametrize("class_name", CLASSES)
 def test_pruned_transformers_checkpoint_loads_in_bertlab_pruned(tmp_path, parity_rows, position_type, class_name):
-    config = transformers.BertConfig(**json.loads(small_config(position_type).to_json_string()))
+    config = transformers.BertConfig(**json.loads(small_config(position_embedding_type=position_type).to_json_string()))
     torch.manual_seed(20)
     reference = getattr(transformers, class_name)(config).eval()
-    perturb(reference, seed=21)
+    perturbed(reference, seed=21)
     for heads in PRUNINGS:
         reference.prune_heads(heads)
     reference.save_pretrained(tmp_path, safe_serialization=True)
@@ -420,8 +415,8 @@ def test_a_layer_pruned_to_no_heads_goes_to_transformers_and_back(tmp_path, pari
     """transformers 4.57 prunes, saves and loads a layer without heads but cannot run it (it views an
     empty tensor with a -1 size), so the reference is its unpruned model under a zero head_mask."""
     torch.manual_seed(0)
-    ours = bertlab.BertForSequenceClassification(small_config(position_type)).eval()
-    perturb(ours, seed=23)
+    ours = bertlab.BertForSequenceClassification(small_config(position_embedding_type=position_type)).eval()
+    perturbed(ours, seed=23)
     ours.save_pretrained(tmp_path / "unpruned")
     unpruned = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "unpruned").eval()
     batch = padded_pair_batch(seed=24)
@@ -452,7 +447,8 @@ def test_a_layer_pruned_to_no_heads_goes_to_transformers_and_back(tmp_path, pari
 def test_a_token_classifier_export_loads_as_transformers_token_classifier_with_its_label_names(tmp_path):
     tags = {0: "O", 1: "B-PER", 2: "I-PER"}
     ours = bertlab.BertForTokenClassification(
-        small_config("absolute", id2label=tags, label2id={v: k for k, v in tags.items()})).eval()
+        small_config(position_embedding_type="absolute", id2label=tags,
+                     label2id={v: k for k, v in tags.items()})).eval()
     ours.save_pretrained(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForTokenClassification"]
     reference, info = transformers.AutoModelForTokenClassification.from_pretrained(tmp_path, output_loading_info=True)
@@ -465,8 +461,8 @@ def test_a_token_classifier_export_loads_as_transformers_token_classifier_with_i
 def test_the_span_head_matches_transformers_both_ways(tmp_path, parity_rows, position_type):
     """BertForQuestionAnswering (two outputs: start and end), saved by each library and loaded by the other."""
     torch.manual_seed(0)
-    ours = bertlab.BertForQuestionAnswering(small_config(position_type, num_labels=2)).eval()
-    perturb(ours, seed=23)
+    ours = bertlab.BertForQuestionAnswering(small_config(position_embedding_type=position_type, num_labels=2)).eval()
+    perturbed(ours, seed=23)
     ours.save_pretrained(tmp_path / "bertlab")
     reference, info = transformers.BertForQuestionAnswering.from_pretrained(tmp_path / "bertlab",
                                                                            output_loading_info=True)

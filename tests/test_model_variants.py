@@ -3,12 +3,16 @@ sparse paths and a toy learning check, and the one-line errors of the combinatio
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
-from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.errors import ConfigError
 from bertlab.model import BertHeadPooler, BertPooler
+from tests import factories
+from tests.factories import perturbed
 
 VOCAB, LENGTH = 120, 24
 MODERNBERT = dict(position_embedding_type="rotary", type_vocab_size=0, norm_position="pre",
@@ -33,11 +37,8 @@ KNOBS = {
 }
 
 
-def config(num_hidden_layers: int = 3, **overrides) -> BertConfig:
-    values = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=num_hidden_layers, num_attention_heads=4,
-                  intermediate_size=48, max_position_embeddings=64, num_labels=3, hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0)
-    return BertConfig(**{**values, **overrides})
+small_config = functools.partial(factories.small_config, vocab_size=VOCAB, num_hidden_layers=3, intermediate_size=48,
+                                 num_labels=3, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def padded_batch(seed: int = 0) -> dict[str, torch.Tensor]:
@@ -52,20 +53,11 @@ def padded_batch(seed: int = 0) -> dict[str, torch.Tensor]:
     return dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
 
 
-def perturbed(model: torch.nn.Module) -> torch.nn.Module:
-    """Off the init (unit norms, zero biases), so that every parameter matters to the outputs."""
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.1 * torch.randn(parameter.shape, generator=generator))
-    return model.eval()
-
-
 @pytest.mark.parametrize("knob", KNOBS)
 @pytest.mark.parametrize("model_class", (BertModel, BertForMaskedLM, BertForPreTraining,
                                          BertForSequenceClassification))
 def test_every_knob_builds_every_model_class_with_the_configs_parameter_count_and_output_shapes(model_class, knob):
-    cfg = config(**KNOBS[knob])
+    cfg = small_config(**KNOBS[knob])
     model = model_class(cfg).eval()
     if model_class is BertForPreTraining:
         assert model.num_parameters == cfg.parameter_count()
@@ -84,7 +76,7 @@ def test_every_knob_builds_every_model_class_with_the_configs_parameter_count_an
 @pytest.mark.parametrize("knob", KNOBS)
 def test_padding_changes_no_output_at_the_real_positions(knob):
     torch.manual_seed(0)
-    model = perturbed(BertForMaskedLM(config(**KNOBS[knob])))
+    model = perturbed(BertForMaskedLM(small_config(**KNOBS[knob])), seed=1, scale=0.1).eval()
     batch = padded_batch()
     padded = model(batch["input_ids"], batch["attention_mask"]).logits
     for row, length in ((1, 15), (2, 7)):
@@ -98,7 +90,7 @@ def test_the_sparse_last_layer_gives_the_losses_of_every_position(model_class, k
     """The fast paths (the last layer at the predicted positions or [CLS] only, the static prediction
     block, the loss-only head) give the loss that every position's outputs give."""
     torch.manual_seed(0)
-    model = perturbed(model_class(config(**KNOBS[knob])))
+    model = perturbed(model_class(small_config(**KNOBS[knob])), seed=1, scale=0.1).eval()
     batch = padded_batch()
     if model_class is BertForSequenceClassification:
         batch["labels"] = torch.tensor([0, 2, 1])
@@ -115,7 +107,7 @@ def test_the_sparse_last_layer_gives_the_losses_of_every_position(model_class, k
 def test_every_knob_learns_a_toy_masked_lm_task(knob):
     """Twenty full-batch steps on one batch: the loss falls to below half its start."""
     torch.manual_seed(0)
-    model = BertForMaskedLM(config(**KNOBS[knob])).train()
+    model = BertForMaskedLM(small_config(**KNOBS[knob])).train()
     batch = padded_batch()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     losses = []
@@ -130,7 +122,8 @@ def test_every_knob_learns_a_toy_masked_lm_task(knob):
 
 def test_rotary_positions_depend_only_on_distances():
     torch.manual_seed(0)
-    model = perturbed(BertModel(config(position_embedding_type="rotary", type_vocab_size=0)))
+    model = perturbed(BertModel(small_config(position_embedding_type="rotary", type_vocab_size=0)), seed=1,
+                      scale=0.1).eval()
     input_ids = padded_batch()["input_ids"]
     positions = torch.arange(LENGTH)[None]
     torch.testing.assert_close(model(input_ids, position_ids=positions + 7).last_hidden_state,
@@ -142,7 +135,8 @@ def test_rotary_positions_depend_only_on_distances():
 
 def test_without_position_embeddings_the_encoder_is_blind_to_order():
     torch.manual_seed(0)
-    model = perturbed(BertModel(config(position_embedding_type="none", type_vocab_size=0)))
+    model = perturbed(BertModel(small_config(position_embedding_type="none", type_vocab_size=0)), seed=1,
+                      scale=0.1).eval()
     assert not hasattr(model.embeddings, "position_embeddings")
     input_ids = padded_batch()["input_ids"]
     order = torch.randperm(LENGTH)
@@ -151,7 +145,7 @@ def test_without_position_embeddings_the_encoder_is_blind_to_order():
 
 
 def test_local_layers_attend_within_the_window_and_global_ones_everywhere():
-    model = BertModel(config(num_hidden_layers=4, local_attention_window=8, global_attention_every_n_layers=3,
+    model = BertModel(small_config(num_hidden_layers=4, local_attention_window=8, global_attention_every_n_layers=3,
                              attn_implementation="eager"))
     batch = padded_batch()
     probs = model(batch["input_ids"], batch["attention_mask"], output_attentions=True).attentions
@@ -170,9 +164,9 @@ def test_inputs_embeds_and_3d_masks_work_on_a_rotary_model_with_local_layers(att
     give the ids path's outputs, a [B, L, L] mask repeating the key mask (or its 4-D bias) the 2-D mask's,
     and a per-query mask combines with the window (no attention outside either) and with the sparse path."""
     torch.manual_seed(0)
-    model = perturbed(BertForMaskedLM(config(position_embedding_type="rotary", type_vocab_size=0,
+    model = perturbed(BertForMaskedLM(small_config(position_embedding_type="rotary", type_vocab_size=0,
                                              local_attention_window=8, global_attention_every_n_layers=3,
-                                             attn_implementation=attention)))
+                                             attn_implementation=attention)), seed=1, scale=0.1).eval()
     batch = padded_batch()
     input_ids, mask, labels = batch["input_ids"], batch["attention_mask"], batch["labels"]
     embeds = model.bert.embeddings.word_embeddings(input_ids)
@@ -202,34 +196,34 @@ def test_inputs_embeds_and_3d_masks_work_on_a_rotary_model_with_local_layers(att
 
 
 def test_local_layers_take_their_own_rotary_base():
-    model = BertModel(config(**MODERNBERT))
+    model = BertModel(small_config(**MODERNBERT))
     thetas = [layer.attention.self.rotary.theta for layer in model.encoder.layer]
     assert thetas == [160000.0, 10000.0, 10000.0]
 
 
 def test_pre_norm_has_a_final_norm_and_modernberts_layer_0_no_attention_norm():
-    model = BertModel(config(norm_position="pre", first_attention_norm=False))
+    model = BertModel(small_config(norm_position="pre", first_attention_norm=False))
     layers = model.encoder.layer
     assert layers[0].attention.input_norm is None and layers[1].attention.input_norm is not None
     assert all(isinstance(layer.output.LayerNorm, torch.nn.Identity) for layer in layers)
     assert hasattr(model.encoder, "final_norm")
-    post = BertModel(config())
+    post = BertModel(small_config())
     assert post.encoder.layer[0].attention.input_norm is None and not hasattr(post.encoder, "final_norm")
 
 
 def test_the_bias_flags_remove_exactly_their_biases():
-    model = BertForMaskedLM(config(attention_bias=False, ffn_bias=False, norm_bias=False, head_bias=False,
+    model = BertForMaskedLM(small_config(attention_bias=False, ffn_bias=False, norm_bias=False, head_bias=False,
                                    decoder_bias=False))
     names = {name for name, _ in model.named_parameters()}
     assert not any(name.endswith(".bias") for name in names), sorted(n for n in names if n.endswith("bias"))
     assert "cls.predictions.bias" not in model.state_dict()
-    with_biases = {name for name, _ in BertForMaskedLM(config(attention_bias=False)).named_parameters()}
+    with_biases = {name for name, _ in BertForMaskedLM(small_config(attention_bias=False)).named_parameters()}
     assert "bert.encoder.layer.0.intermediate.dense.bias" in with_biases
     assert "bert.encoder.layer.0.attention.self.query.bias" not in with_biases
 
 
 def test_a_gated_ffn_computes_activation_of_the_input_times_the_gate():
-    model = BertModel(config(gated_ffn=True, hidden_act="silu"))
+    model = BertModel(small_config(gated_ffn=True, hidden_act="silu"))
     intermediate = model.encoder.layer[0].intermediate
     assert intermediate.dense.out_features == 2 * 48
     x = torch.randn(2, 5, 32)
@@ -239,7 +233,8 @@ def test_a_gated_ffn_computes_activation_of_the_input_times_the_gate():
 
 def test_mean_pooling_reads_only_the_unmasked_positions():
     torch.manual_seed(0)
-    model = perturbed(BertForSequenceClassification(config(classifier_pooling="mean", type_vocab_size=0)))
+    model = perturbed(BertForSequenceClassification(small_config(classifier_pooling="mean", type_vocab_size=0)),
+                      seed=1, scale=0.1).eval()
     batch = padded_batch()
     logits = model(batch["input_ids"], batch["attention_mask"]).logits
     torch.testing.assert_close(logits[2:], model(batch["input_ids"][2:, :7]).logits, rtol=1e-5, atol=1e-5)
@@ -247,7 +242,7 @@ def test_mean_pooling_reads_only_the_unmasked_positions():
 
 def test_a_masked_lm_checkpoint_fine_tunes_through_the_classifier_input_chosen_at_loading(tmp_path):
     torch.manual_seed(0)
-    BertForMaskedLM(config(norm_position="pre", norm_type="rms_norm", norm_bias=False)).save_pretrained(tmp_path)
+    BertForMaskedLM(small_config(norm_position="pre", norm_type="rms_norm", norm_bias=False)).save_pretrained(tmp_path)
     pooled = BertForSequenceClassification.from_pretrained(tmp_path)
     normed = BertForSequenceClassification.from_pretrained(tmp_path, classifier_pooling="cls")
     assert isinstance(pooled.bert.pooler, BertPooler) and isinstance(normed.bert.pooler, BertHeadPooler)
@@ -256,14 +251,14 @@ def test_a_masked_lm_checkpoint_fine_tunes_through_the_classifier_input_chosen_a
 
 
 def test_mean_pooling_refuses_a_3d_mask_in_one_line_as_it_names_no_positions_to_average():
-    model = BertForSequenceClassification(config(classifier_pooling="mean"))
+    model = BertForSequenceClassification(small_config(classifier_pooling="mean"))
     batch = padded_batch()
     with pytest.raises(ValueError, match="classifier_pooling 'mean' averages .* got a 3-D mask"):
         model(batch["input_ids"], batch["attention_mask"][:, None, :].expand(-1, LENGTH, -1))
 
 
 def test_pruned_heads_without_attention_biases_train():
-    model = BertForMaskedLM(config(attention_bias=False, gated_ffn=True, position_embedding_type="rotary"))
+    model = BertForMaskedLM(small_config(attention_bias=False, gated_ffn=True, position_embedding_type="rotary"))
     model.prune_heads({0: [1, 2]})
     assert model.bert.encoder.layer[0].attention.self.query.weight.shape == (16, 32)
     assert model.num_parameters == model.config.parameter_count() - (32 * 32 + 32 + 2 * 32 + 2)  # no pooler, NSP
@@ -286,5 +281,5 @@ def test_pruned_heads_without_attention_biases_train():
 ])
 def test_impossible_combinations_are_one_line_errors_naming_the_keys(overrides, message):
     with pytest.raises(ConfigError, match=message) as error:
-        config(**overrides)
+        small_config(**overrides)
     assert "\n" not in str(error.value)

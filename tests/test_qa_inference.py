@@ -16,7 +16,7 @@ from bertlab.model import BertForQuestionAnswering
 from bertlab.qa_inference import answer, is_span_head, split_squad_scores
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from tests.data.test_question_answering import datamodule, write_squad
-from tests.lit.helpers import adamw, tiny_config, trainer
+from tests.lit.helpers import adamw, small_config, trainer
 from tests.lit.test_question_answering import CITIES, NAMES, people_document
 
 
@@ -29,7 +29,7 @@ def span_head(tmp_path_factory):
     save_tokenizer(train_tokenizer(texts, vocab_size=60, min_frequency=1), folder / "model")
     data = datamodule(write_squad(folder / "squad", people_document(16)), folder / "model", batch_size=8)
     data.setup("fit")
-    config = tiny_config(vocab_size=data.tokenizer.get_vocab_size(), max_position_embeddings=64)
+    config = small_config(vocab_size=data.tokenizer.get_vocab_size(), max_position_embeddings=64)
     module = QuestionAnsweringModule(config, optimizer=adamw(lr=1e-2))
     trainer(folder, max_steps=30, limit_val_batches=0).fit(module, datamodule=data)
     module.model.save_pretrained(folder / "model")

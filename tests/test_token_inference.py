@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from bertlab.checkpoint.dispatch import export_pretrained
-from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError
 from bertlab.model import BertForSequenceClassification, BertForTokenClassification
 from bertlab.token_inference import group_entities, load_token_classifier, sentence_entities
 from bertlab.tokenizer import load_tokenizer, train_tokenizer
+from tests.factories import small_config
 
 TAGS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
 TEXTS = ["anna smith visited paris and rome", "the city of oslo", "nothing here"]
@@ -31,9 +31,8 @@ def test_entities_group_as_transformers_simple_aggregation():
 def tagger_dir(tmp_path_factory):
     """A token classifier set by hand: names tag as persons, cities as places, the rest as O."""
     tokenizer = train_tokenizer(TEXTS * 3, vocab_size=80, min_frequency=1)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, id2label=TAGS,
-                        label2id={v: k for k, v in TAGS.items()}, hidden_dropout_prob=0.0)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2,
+                          id2label=TAGS, label2id={v: k for k, v in TAGS.items()}, hidden_dropout_prob=0.0)
     torch.manual_seed(0)
     model = BertForTokenClassification(config).eval()
     vocabulary = tokenizer.get_vocab()
@@ -79,8 +78,8 @@ def test_transformers_pipeline_on_the_export_finds_the_same_entities(tagger_dir)
 
 
 def test_a_sentence_classifier_is_refused_as_a_tagger(tmp_path):
-    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16)
+    config = small_config(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                          intermediate_size=32, max_position_embeddings=16)
     BertForSequenceClassification(config).save_pretrained(tmp_path)
     with pytest.raises(CheckpointError, match="not a token classifier"):
         load_token_classifier(str(tmp_path))

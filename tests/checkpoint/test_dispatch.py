@@ -3,6 +3,7 @@ mismatched files, atomic saves."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -12,18 +13,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import bertlab.checkpoint.dispatch
-from bertlab import BertConfig, BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
+from bertlab import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.errors import CheckpointError, ConfigError
+from tests import factories
 from tests.checkpoint.test_modernbert import MODERNBERT
 
 
-def small_config(**overrides) -> BertConfig:
-    values = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0)
-    values.update(overrides)
-    return BertConfig(**values)
+small_config = functools.partial(factories.small_config, vocab_size=120, max_position_embeddings=32,
+                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def batch(length: int = 10) -> dict[str, torch.Tensor]:

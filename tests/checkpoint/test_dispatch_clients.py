@@ -5,19 +5,17 @@ in a process where bertlab cannot be imported, give bertlab's own hidden states.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
-from bertlab import BertConfig, BertForMaskedLM, BertModel
+from bertlab import BertForMaskedLM, BertModel
 from bertlab.checkpoint import bert, modernbert, remote_code
 from bertlab.checkpoint.dispatch import export_pretrained, save_format
 from bertlab.tokenizer import train_tokenizer
-from tests.checkpoint.test_modernbert import BLOCK_BERTLAB, MODERNBERT, perturb
+from tests.checkpoint.test_modernbert import BLOCK_BERTLAB, MODERNBERT, run_without_bertlab
+from tests.factories import perturbed, small_config
 
 pytest.importorskip("sentence_transformers")
 
@@ -32,10 +30,10 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
     tokenizer = train_tokenizer(SENTENCES * 10, vocab_size=60)
     expected = {}
     for name, knobs in FORMATS.items():
-        config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
-                            num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, **knobs)
+        config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2,
+                              **knobs)
         torch.manual_seed(0)
-        model = perturb(BertForMaskedLM(config))
+        model = perturbed(BertForMaskedLM(config), seed=3).eval()
         assert save_format(model) is MODULES[name]
         export_pretrained(model, tokenizer, tmp_path / name)
         encoder = BertModel.from_pretrained(tmp_path / name)
@@ -55,10 +53,7 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
                              "first": torch.tensor(pipeline({SENTENCES[0]!r})[0])}}
         torch.save(results, {str(tmp_path / "results.pt")!r})
     """)
-    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_without_bertlab(script, tmp_path)
     results = torch.load(tmp_path / "results.pt")
     for name in FORMATS:
         for key in ("first", "means"):
@@ -68,8 +63,8 @@ def test_sentence_transformers_and_the_feature_extraction_pipeline_read_every_ex
 
 def test_a_modernbert_export_has_its_tokenizer_leave_out_token_types(tmp_path):
     tokenizer = train_tokenizer(SENTENCES * 10, vocab_size=60)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, **MODERNBERT)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2,
+                          **MODERNBERT)
     export_pretrained(BertForMaskedLM(config), tokenizer, tmp_path)
     saved = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert saved["model_input_names"] == ["input_ids", "attention_mask"]

@@ -9,11 +9,13 @@ the largest differences at the end of the run.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,6 +24,8 @@ import torch.nn.functional as F
 from bertlab import (BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                      BertForSequenceClassification, BertForTokenClassification, BertModel)
 from bertlab.checkpoint.modernbert import to_state
+from tests import factories
+from tests.factories import perturbed
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -47,18 +51,8 @@ PER_TOKEN = ("BertForMaskedLM", "BertForTokenClassification")  # logits compared
 RESULTS: list[tuple[str, float, float, float]] = []
 
 
-def bertlab_config(**overrides) -> BertConfig:
-    values = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=96,
-                  max_position_embeddings=64, num_labels=3, **MODERNBERT)
-    return BertConfig(**{**values, **overrides})
-
-
-def perturb(model: torch.nn.Module) -> torch.nn.Module:
-    generator = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
-    return model.eval()
+small_config = functools.partial(factories.small_config, vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4,
+                                 intermediate_size=96, num_labels=3, **MODERNBERT)
 
 
 def padded_batch() -> dict[str, torch.Tensor]:
@@ -122,7 +116,7 @@ def transformers_outputs(model, architecture: str, batch):
 def test_a_modernbert_shaped_bertlab_model_loads_natively_in_transformers_with_equal_outputs(
         architecture, variant, attention, tmp_path):
     torch.manual_seed(0)
-    model = perturb(BERTLAB[architecture](bertlab_config(**(BIASED if variant == "biased" else {}))))
+    model = perturbed(BERTLAB[architecture](small_config(**(BIASED if variant == "biased" else {}))), seed=3).eval()
     model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model_type"] == "modernbert" and saved["architectures"] == [CLASSES[architecture][0]]
@@ -144,7 +138,7 @@ def test_a_transformers_modernbert_folder_loads_into_bertlab_with_equal_outputs(
         num_labels=3, classifier_pooling="mean" if architecture == "BertForSequenceClassification" else "cls",
         mlp_bias=True, classifier_activation="silu", attn_implementation=attention, reference_compile=False)
     torch.manual_seed(0)
-    theirs = perturb(getattr(transformers, CLASSES[architecture][0])(config))
+    theirs = perturbed(getattr(transformers, CLASSES[architecture][0])(config), seed=3).eval()
     theirs.save_pretrained(tmp_path)
     ours = BERTLAB[architecture].from_pretrained(tmp_path)
     report = ours.load_report
@@ -161,7 +155,7 @@ def test_an_untied_decoder_travels_both_ways_as_modernberts_own_decoder_weight(t
     """tie_word_embeddings: false is ModernBertConfig's too: the decoder is saved as `decoder.weight`, and a
     transformers folder's untied decoder loads into bertlab's, or is reported (with a note) to a tied model."""
     torch.manual_seed(0)
-    model = perturb(BertForMaskedLM(bertlab_config(tie_word_embeddings=False)))
+    model = perturbed(BertForMaskedLM(small_config(tie_word_embeddings=False)), seed=3).eval()
     model.save_pretrained(tmp_path / "bertlab")
     saved = json.loads((tmp_path / "bertlab" / "config.json").read_text())
     assert saved["model_type"] == "modernbert" and saved["tie_word_embeddings"] is False
@@ -201,7 +195,7 @@ def test_weight_init_modernbert_draws_every_matrix_at_the_scale_transformers_mod
     differ by 2.8× between a block's inputs and outputs, 5× for the classifier), and cut at 2 std: an
     untruncated normal of a few hundred entries reaches past 2.5 std."""
     torch.manual_seed(0)
-    config = bertlab_config(weight_init="modernbert", hidden_size=128, intermediate_size=192, tie_word_embeddings=False)
+    config = small_config(weight_init="modernbert", hidden_size=128, intermediate_size=192, tie_word_embeddings=False)
     ours = BERTLAB[architecture](config)
     ours.save_pretrained(tmp_path)
     theirs = getattr(transformers, CLASSES[architecture][0])(transformers.AutoConfig.from_pretrained(tmp_path))
@@ -217,7 +211,7 @@ def test_weight_init_modernbert_draws_every_matrix_at_the_scale_transformers_mod
 
 
 def test_a_modernbert_export_reads_back_into_bertlab_with_the_same_config_and_weights(tmp_path):
-    model = perturb(BertForMaskedLM(bertlab_config(**BIASED)))
+    model = perturbed(BertForMaskedLM(small_config(**BIASED)), seed=3).eval()
     model.save_pretrained(tmp_path)
     again = BertForMaskedLM.from_pretrained(tmp_path)
     assert again.load_report.complete
@@ -234,6 +228,15 @@ class NoBertlab(importlib.abc.MetaPathFinder):
             raise ImportError(f"{name} is blocked: the export must load without bertlab")
 sys.meta_path.insert(0, NoBertlab())
 """
+
+
+def run_without_bertlab(script: str, folder: Path) -> None:
+    """Runs `script` (which starts with BLOCK_BERTLAB) in a fresh Python in `folder`, where transformers keeps
+    the remote-code modules it copies."""
+    environment = {**os.environ, "HF_MODULES_CACHE": str(folder / "modules"), "PYTHONPATH": ""}
+    run = subprocess.run([sys.executable, "-c", script], cwd=folder, env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
 REMOTE_VARIANTS = {
     "BERT with rotary positions": dict(position_embedding_type="rotary"),
     "pre-norm RMSNorm SwiGLU without biases": dict(norm_position="pre", norm_type="rms_norm", norm_bias=False,
@@ -263,7 +266,7 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
                             **{"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
                                **REMOTE_VARIANTS[variant]})
         torch.manual_seed(0)
-        model = perturb(BERTLAB[architecture](config))
+        model = perturbed(BERTLAB[architecture](config), seed=3).eval()
         model.save_pretrained(tmp_path / architecture)
         saved = json.loads((tmp_path / architecture / "config.json").read_text())
         assert saved["model_type"] == "bertlab" and REMOTE_CLASSES[architecture] in saved["auto_map"]
@@ -299,10 +302,7 @@ def test_any_other_mix_loads_in_transformers_through_its_own_code_without_bertla
             results[architecture] = (main.detach(), None if loss is None else loss.detach())
         torch.save(results, {str(tmp_path / "results.pt")!r})
     """)
-    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_without_bertlab(script, tmp_path)
     results = torch.load(tmp_path / "results.pt")
     for architecture, (main, loss) in expected.items():
         theirs, their_loss = results[architecture]
@@ -322,7 +322,7 @@ def test_a_remote_code_export_reads_the_output_switches_of_its_transformers_conf
                         intermediate_size=96, max_position_embeddings=64, position_embedding_type="rotary",
                         tie_word_embeddings=False, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
-    model = perturb(BertForMaskedLM(config))
+    model = perturbed(BertForMaskedLM(config), seed=3).eval()
     model.save_pretrained(tmp_path / "export")
     assert json.loads((tmp_path / "export" / "config.json").read_text())["model_type"] == "bertlab"
     torch.save({"batch": batch, "logits": model(batch["input_ids"], batch["attention_mask"]).logits},
@@ -341,10 +341,7 @@ def test_a_remote_code_export_reads_the_output_switches_of_its_transformers_conf
         by_embeds = model(inputs_embeds=model.get_input_embeddings()(ids), attention_mask=mask).logits
         torch.save({{"logits": out.logits.detach(), "by_embeds": by_embeds.detach()}}, {str(tmp_path / "results.pt")!r})
     """)
-    environment = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
-    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=environment, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_without_bertlab(script, tmp_path)
     results, expected = torch.load(tmp_path / "results.pt"), torch.load(tmp_path / "inputs.pt")["logits"]
     for name in ("logits", "by_embeds"):
         difference = (results[name] - expected).abs().max().item()
@@ -365,7 +362,8 @@ def report():
 def test_a_span_head_travels_both_ways_as_modernberts_question_answering(variant, tmp_path):
     """bertlab's `qa_outputs` is ModernBertForQuestionAnswering's `classifier`, after the same `head`."""
     torch.manual_seed(0)
-    ours = perturb(BertForQuestionAnswering(bertlab_config(num_labels=2, **(BIASED if variant == "biased" else {}))))
+    ours = perturbed(BertForQuestionAnswering(small_config(num_labels=2, **(BIASED if variant == "biased" else {}))),
+                     seed=3).eval()
     ours.save_pretrained(tmp_path / "bertlab")
     saved = json.loads((tmp_path / "bertlab" / "config.json").read_text())
     assert saved["architectures"] == ["ModernBertForQuestionAnswering"]

@@ -10,21 +10,20 @@ import pytest
 from omegaconf import OmegaConf
 
 from bertlab.commands.evaluate import evaluate
-from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.lit import ClassificationModule
 from bertlab.model import BertForSequenceClassification
 from tests.bertlab_runs import run_in_process
 from tests.commands.test_fine_tune import save, tokenizer
+from tests.factories import small_config
 
 __all__ = ["tokenizer"]  # the fixture, shared
 
 
 def test_evaluate_scores_as_the_lightning_validation_loop(tokenizer, tiny_data_dir, tmp_path):
     L.seed_everything(3)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                        id2label={0: "negative", 1: "positive"})
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2,
+                          id2label={0: "negative", 1: "positive"})
     classifier = save(BertForSequenceClassification(config), tokenizer, tmp_path / "classifier")
     ours = evaluate(str(classifier), str(tiny_data_dir / "sst2"), batch_size=7)
     datamodule = ClassificationDataModule(str(tiny_data_dir / "sst2"), str(classifier), label_names=["negative", "positive"],
@@ -41,9 +40,8 @@ def test_evaluate_scores_as_the_lightning_validation_loop(tokenizer, tiny_data_d
 def classifier_run(tokenizer, folder, data: dict | None):
     """A run folder: hf_model/ (a tiny classifier) and, with `data`, a config.yaml whose data group is `data`."""
     L.seed_everything(4)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-                        id2label={0: "negative", 1: "positive"})
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2,
+                          id2label={0: "negative", 1: "positive"})
     save(BertForSequenceClassification(config), tokenizer, folder / "hf_model")
     if data is not None:
         OmegaConf.save({"command": "fine-tune", "data": data}, folder / "config.yaml")
@@ -92,9 +90,8 @@ def test_evaluate_scores_a_token_classifier_as_its_validation_loop_does(tmp_path
     words = [" ".join(row) for row in pd.read_parquet(data / "train.parquet")["tokens"]]
     vocabulary = train_tokenizer(words, vocab_size=60, min_frequency=1)
     L.seed_everything(4)
-    config = BertConfig(vocab_size=vocabulary.get_vocab_size(), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, id2label=dict(enumerate(TAGS)),
-                        label2id={name: i for i, name in enumerate(TAGS)})
+    config = small_config(vocab_size=vocabulary.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2,
+                          id2label=dict(enumerate(TAGS)), label2id={name: i for i, name in enumerate(TAGS)})
     tagger = save(BertForTokenClassification(config), vocabulary, tmp_path / "tagger")
     ours, types = evaluate_tagger(str(tagger), str(data), batch_size=5)
     datamodule = TokenClassificationDataModule(str(data), str(tagger), label_names=TAGS, eval_batch_size=16)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from tests.bertlab_runs import fine_tuning, run_in_process
+from tests.factories import small_config
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,7 @@ def save(model, tokenizer, directory: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def masked_lm(tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2)
     return save(BertForMaskedLM(config), tokenizer, tmp_path_factory.mktemp("mlm") / "hf_model")
 
 

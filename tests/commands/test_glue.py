@@ -12,12 +12,12 @@ from omegaconf import OmegaConf
 
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.commands.glue import OPTIONS, suite_launches, task_rates
-from bertlab.config import BertConfig
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from bertlab.training.suites.glue import GLUE_SEEDS
 from bertlab.training.suites.glue_scores import glue_table
 from tests.bertlab_runs import FP32, QUIET, run_in_process
+from tests.factories import small_config
 
 
 def test_the_suite_holds_rows_out_by_default_and_select_on_dev_gets_its_own_folder(tmp_path):
@@ -49,8 +49,7 @@ def tiny_glue(tiny_data_dir: Path, tmp_path: Path, monkeypatch) -> tuple[Path, P
             data / "glue" / "stsb" / f"{split}.parquet")
     tokenizer = train_tokenizer(sentences, vocab_size=60)
     checkpoint = tmp_path / "pretrained" / "hf_model"
-    BertForMaskedLM(BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                               num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    BertForMaskedLM(small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2)
                     ).save_pretrained(checkpoint)
     save_tokenizer(tokenizer, checkpoint)
     monkeypatch.setenv("BERTLAB_DATA_DIR", str(data))

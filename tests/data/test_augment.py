@@ -10,11 +10,11 @@ import datasets
 import pytest
 import torch
 
-from bertlab.config import BertConfig
 from bertlab.data.augment import CONNECTIVES, MASK, MaskedLM, augment, joined, read_unlabelled
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import save_tokenizer, special_token_ids, train_tokenizer
+from tests.factories import small_config
 
 torch.set_num_threads(2)
 
@@ -40,8 +40,7 @@ def masked_lm() -> MaskedLM:
     texts = [" ".join(random.Random(seed).choices(WORDS, k=10)) + " ." for seed in range(300)]
     tokenizer = train_tokenizer(texts, vocab_size=100, min_frequency=1)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2)
     return MaskedLM(BertForMaskedLM(config), tokenizer, top_k=3)
 
 

@@ -22,7 +22,6 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from bertlab.config import BertConfig
 from bertlab.data import cache_entries
 from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
@@ -30,6 +29,7 @@ from bertlab.model import BertForSequenceClassification
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher import outputs as teacher
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
+from tests.factories import small_config
 
 SEED = 63
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -223,8 +223,7 @@ def classifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
     texts = [f"sentence number {i} is {'good' if i % 2 else 'bad'}" for i in range(40)]
     tokenizer = train_tokenizer(texts, vocab_size=60)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, num_labels=2)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_attention_heads=2, num_labels=2)
     folder = tmp_path_factory.mktemp("teacher")
     BertForSequenceClassification(config).save_pretrained(folder)
     save_tokenizer(tokenizer, folder)

@@ -9,17 +9,15 @@ import torch
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
-from bertlab.config import BertConfig
 from bertlab.lit import PretrainingModule
 from bertlab.lit.optim import warmup_schedule
+from tests import factories
 
 VOCAB, MASK_ID = 100, 4
 
 
-def tiny_config(**overrides) -> BertConfig:
-    values = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                  intermediate_size=64, max_position_embeddings=32)
-    return BertConfig(**{**values, **overrides})
+small_config = functools.partial(factories.small_config, vocab_size=VOCAB, num_attention_heads=2,
+                                 max_position_embeddings=32)
 
 
 def adamw(lr: float = 3e-3, weight_decay: float = 0.01):
@@ -62,7 +60,7 @@ def trainer(tmp_path, max_steps: int, **kwargs) -> L.Trainer:
 
 
 def pretraining_module(**kwargs) -> PretrainingModule:
-    options = dict(config=tiny_config(), mask_token_id=MASK_ID, optimizer=adamw(lr=1e-2),
+    options = dict(config=small_config(), mask_token_id=MASK_ID, optimizer=adamw(lr=1e-2),
                    scheduler=functools.partial(warmup_schedule, warmup_steps=3), mlm_probability=0.3, seed=7)
     return PretrainingModule(**{**options, **kwargs})
 
@@ -94,6 +92,6 @@ def save_tiny_bert(directory, texts: list[str], model_class=None, **overrides):
     from bertlab.tokenizer import train_tokenizer
 
     tokenizer = train_tokenizer(texts, vocab_size=80)
-    model = (model_class or BertModel)(tiny_config(vocab_size=tokenizer.get_vocab_size(), **overrides))
+    model = (model_class or BertModel)(small_config(vocab_size=tokenizer.get_vocab_size(), **overrides))
     export_pretrained(model, tokenizer, directory)
     return directory

@@ -11,7 +11,7 @@ from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.lit import ClassificationModule
 from bertlab.model import BertForSequenceClassification
-from tests.lit.helpers import adamw, classification_batch, loader, tiny_config, trainer
+from tests.lit.helpers import adamw, classification_batch, loader, small_config, trainer
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hi
 @pytest.mark.parametrize("num_labels", [2, 1])
 def test_classification_trains_evaluates_and_predicts(tmp_path, num_labels):
     batch = classification_batch(num_labels)
-    module = ClassificationModule(tiny_config(num_labels=num_labels), optimizer=adamw(lr=1e-2),
+    module = ClassificationModule(small_config(num_labels=num_labels), optimizer=adamw(lr=1e-2),
                                   layerwise_lr_decay=0.8)
     run = trainer(tmp_path, max_steps=10)
     before = run.validate(module, loader([batch]), verbose=False)[0]
@@ -50,7 +50,7 @@ def test_classification_trains_evaluates_and_predicts(tmp_path, num_labels):
 
 
 def test_classification_uses_a_given_model_and_stores_its_config():
-    model = BertForSequenceClassification(tiny_config(num_labels=3, id2label={0: "a", 1: "b", 2: "c"}))
+    model = BertForSequenceClassification(small_config(num_labels=3, id2label={0: "a", 1: "b", 2: "c"}))
     module = ClassificationModule(model=model, optimizer=adamw())
     assert module.model is model
     assert BertConfig.from_dict(module.hparams.config) == model.config
@@ -59,7 +59,7 @@ def test_classification_uses_a_given_model_and_stores_its_config():
 
 
 def test_classification_freezes_the_named_parameters(tmp_path):
-    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=1e-2),
+    module = ClassificationModule(small_config(), optimizer=adamw(lr=1e-2),
                                   freeze=["bert.embeddings.word_embeddings.*", "bert.encoder.layer.0.*"])
     before = {name: param.detach().clone() for name, param in module.model.named_parameters()}
     trainer(tmp_path, max_steps=3, logger=False).fit(module, loader([classification_batch()] * 3))
@@ -71,4 +71,4 @@ def test_classification_freezes_the_named_parameters(tmp_path):
     assert {"bert.embeddings.position_embeddings.weight", "bert.encoder.layer.1.output.dense.weight",
             "classifier.weight"} <= changed
     with pytest.raises(ConfigError, match=r"task.freeze: 'bert.embedding.\*' matches no parameter"):
-        ClassificationModule(tiny_config(), freeze=["bert.embedding.*"])
+        ClassificationModule(small_config(), freeze=["bert.embedding.*"])

@@ -26,7 +26,7 @@ from bertlab.teacher import outputs as teacher_module
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
 from bertlab.training.run import trial
 from tests.bertlab_runs import fine_tuning, run_in_process, sentiment_tokenizer
-from tests.lit.helpers import classification_batch, tiny_config
+from tests.lit.helpers import classification_batch, small_config
 from tests.training.fake_clocks import FakeClock
 
 # A validation and a checkpoint every 4 steps; no plots (slow to draw).
@@ -278,7 +278,8 @@ def test_the_student_exports_as_a_plain_classifier_that_predict_reads(runs, caps
 @pytest.fixture(scope="module")
 def three_label_teacher(runs) -> Path:
     folder = runs["root"] / "three_labels"
-    BertForSequenceClassification(tiny_config(vocab_size=60, id2label={0: "a", 1: "b", 2: "c"})).save_pretrained(folder)
+    BertForSequenceClassification(small_config(vocab_size=60,
+                                               id2label={0: "a", 1: "b", 2: "c"})).save_pretrained(folder)
     save_tokenizer(load_tokenizer(runs["teacher"]), folder)
     return folder
 
@@ -300,7 +301,7 @@ def test_a_teacher_with_other_labels_is_a_one_line_error(runs, three_label_teach
 
 def student(hidden_size: int = 32, **options) -> DistillationModule:
     """A 2-layer student of the sentiment labels; the fine-tuned teacher has 1 layer, 32 wide."""
-    model = BertForSequenceClassification(tiny_config(vocab_size=60, hidden_size=hidden_size, id2label=LABELS))
+    model = BertForSequenceClassification(small_config(vocab_size=60, hidden_size=hidden_size, id2label=LABELS))
     return DistillationModule(model=model, **options)
 
 
@@ -311,7 +312,7 @@ def test_distillation_settings_that_cannot_work_are_refused(runs, tmp_path):
         student()
     with pytest.raises(CheckpointError, match=f"^task.teacher={tmp_path}/none: no such folder"):
         student(teacher=str(tmp_path / "none"))
-    BertForMaskedLM(tiny_config(vocab_size=60)).save_pretrained(tmp_path / "mlm")
+    BertForMaskedLM(small_config(vocab_size=60)).save_pretrained(tmp_path / "mlm")
     with pytest.raises(CheckpointError, match=f"^task.teacher={tmp_path}/mlm: not a trained classifier, its "
                                               f"model.safetensors has no classifier.weight; distil from"):
         student(teacher=str(tmp_path / "mlm"))
@@ -380,8 +381,8 @@ def test_rows_without_a_gold_label_add_nothing_to_the_label_loss():
 @pytest.mark.parametrize("num_labels", [2, 1])
 def test_rows_without_a_gold_label_learn_from_the_teacher_alone(tmp_path, num_labels):
     labels = {"id2label": LABELS} if num_labels == 2 else {"num_labels": 1}
-    BertForSequenceClassification(tiny_config(**labels)).save_pretrained(tmp_path / "teacher")
-    module = DistillationModule(model=BertForSequenceClassification(tiny_config(**labels)),
+    BertForSequenceClassification(small_config(**labels)).save_pretrained(tmp_path / "teacher")
+    module = DistillationModule(model=BertForSequenceClassification(small_config(**labels)),
                                 teacher=str(tmp_path / "teacher"), alpha=0.25)
     module.eval()  # no dropout: the logits below are the step's
     batch = classification_batch(num_labels)

@@ -20,7 +20,7 @@ from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.tokenizer import load_tokenizer
 from tests.bertlab_runs import FP32, QUIET, fine_tuning, run_in_process
 from tests.conftest import write_sentence_corpus
-from tests.lit.helpers import adamw, loader, save_tiny_bert, tiny_config, trainer
+from tests.lit.helpers import adamw, loader, save_tiny_bert, small_config, trainer
 
 TEACHER_WIDTH = 48  # the student's is 32: the projection changes the width
 
@@ -67,7 +67,7 @@ def final_weights(run: Path) -> dict[str, torch.Tensor]:
 
 
 def test_a_few_steps_bring_the_projected_pooler_output_towards_the_teachers_embeddings(folders, tmp_path):
-    module = EmbeddingDistillationModule(tiny_config(), teacher=str(folders["teacher"]), optimizer=adamw(lr=1e-2))
+    module = EmbeddingDistillationModule(small_config(), teacher=str(folders["teacher"]), optimizer=adamw(lr=1e-2))
     ids = torch.randint(5, 100, (8, 12), generator=torch.Generator().manual_seed(1))
     batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": torch.zeros_like(ids),
              "index": torch.arange(8)}
@@ -84,9 +84,9 @@ def test_a_few_steps_bring_the_projected_pooler_output_towards_the_teachers_embe
 
 
 def test_the_run_keeps_no_dropout_but_the_students_dropout_in_its_config(folders):
-    module = EmbeddingDistillationModule(tiny_config(), teacher=str(folders["teacher"]))
+    module = EmbeddingDistillationModule(small_config(), teacher=str(folders["teacher"]))
     assert all(dropout.p == 0 for dropout in module.model.modules() if isinstance(dropout, torch.nn.Dropout))
-    assert module.model.config.hidden_dropout_prob == tiny_config().hidden_dropout_prob > 0
+    assert module.model.config.hidden_dropout_prob == small_config().hidden_dropout_prob > 0
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from bertlab.errors import BertlabError
 from bertlab.lit import ClassificationModule
 from bertlab.lit.finite_loss import FiniteLossGuard
-from tests.lit.helpers import adamw, classification_batch, loader, tiny_config, trainer
+from tests.lit.helpers import adamw, classification_batch, loader, small_config, trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
 
@@ -21,7 +21,7 @@ class NaNAtStep3(ClassificationModule):
 
 
 def test_finite_loss_guard_stops_at_the_bad_step_and_keeps_the_good_checkpoints(tmp_path):
-    module = NaNAtStep3(tiny_config(), optimizer=adamw())
+    module = NaNAtStep3(small_config(), optimizer=adamw())
     checkpoints = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=1, save_top_k=-1)
     run = trainer(tmp_path, max_steps=10, enable_checkpointing=True, logger=False,
                   callbacks=[checkpoints, FiniteLossGuard(check_every_n_steps=4)])

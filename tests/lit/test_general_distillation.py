@@ -15,7 +15,7 @@ from bertlab.checkpoint.dispatch import load_into
 from bertlab.errors import ConfigError
 from bertlab.lit.general_distillation import GeneralDistillationModule
 from bertlab.lit.masking import masking_generator
-from tests.lit.helpers import adamw, loader, save_tiny_bert, tiny_config, trainer
+from tests.lit.helpers import adamw, loader, save_tiny_bert, small_config, trainer
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "the bird sang a song", "we read a book"] * 4
 TEACHER_WIDTH = 48  # the student's is 32
@@ -32,7 +32,7 @@ def vocab(teacher: str) -> int:
 
 
 def module(teacher: str, **kwargs) -> GeneralDistillationModule:
-    options = dict(config=tiny_config(vocab_size=vocab(teacher)), mask_token_id=4, teacher=teacher, teacher_layer=2,
+    options = dict(config=small_config(vocab_size=vocab(teacher)), mask_token_id=4, teacher=teacher, teacher_layer=2,
                    relation_heads=4, optimizer=adamw(lr=1e-2), mlm_probability=0.3, seed=7, unigram_output_bias=False)
     return GeneralDistillationModule(**{**options, **kwargs})
 
@@ -86,7 +86,7 @@ def test_a_student_equal_to_the_teacher_has_no_relation_loss(teacher):
     config = transformers.BertConfig.from_pretrained(teacher).to_dict()
     shape = {key: config[key] for key in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size",
                                           "max_position_embeddings")}
-    distilling = module(teacher, config=tiny_config(**shape, num_hidden_layers=2), mlm_weight=0.0).eval()
+    distilling = module(teacher, config=small_config(**shape, num_hidden_layers=2), mlm_weight=0.0).eval()
     load_into(distilling.model, Path(teacher))  # the student's two layers are the teacher's first two
     rows = batch(teacher)
     equal, other = distillation_loss(distilling, rows), distillation_loss(module(teacher, mlm_weight=0.0).eval(), rows)
@@ -101,7 +101,7 @@ def test_the_export_is_a_plain_masked_lm_that_transformers_loads(teacher, tmp_pa
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"config": tiny_config()}, r"its vocabulary has \d+ tokens, the student's 100; .* set tokenizer.path"),
+    ({"config": small_config()}, r"its vocabulary has \d+ tokens, the student's 100; .* set tokenizer.path"),
     ({"teacher_layer": 4}, "task.teacher_layer=4: expected 1 to the teacher's 3 layers"),
     ({"relation_heads": 3}, r"task.relation_heads=3: must divide the hidden sizes .* \(48, 32\)"),
     ({"relations": ["query-value"]}, "task.relations: 'query-value' is not a relation"),

@@ -7,7 +7,7 @@ import pytest
 
 from bertlab.flops import classification_forward_flops, mlm_forward_flops
 from bertlab.lit import ClassificationModule
-from tests.lit.helpers import classification_batch, pretraining_batch, pretraining_module, tiny_config
+from tests.lit.helpers import classification_batch, pretraining_batch, pretraining_module, small_config
 
 
 def test_a_training_batch_counts_forward_and_backward_an_evaluation_batch_the_forward():
@@ -17,6 +17,6 @@ def test_a_training_batch_counts_forward_and_backward_an_evaluation_batch_the_fo
     forward = mlm_forward_flops(module.model.config, batch_size=8, length=16, predicted=8 * 14 * 0.3)
     assert module.train().flops_per_batch == pytest.approx(3 * forward)
     assert module.eval().flops_per_batch == pytest.approx(forward)
-    classifier = ClassificationModule(config=tiny_config(num_labels=2))
+    classifier = ClassificationModule(config=small_config(num_labels=2))
     classifier.count_batch(classification_batch())  # 16 × 12
     assert classifier.eval().flops_per_batch == classification_forward_flops(classifier.model.config, 16, 12)

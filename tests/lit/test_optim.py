@@ -12,14 +12,14 @@ from bertlab.errors import ConfigError
 from bertlab.lit import ClassificationModule
 from bertlab.lit.optim import build_optimizer, parameter_groups, warmup_schedule
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
-from tests.lit.helpers import adamw, classification_batch, loader, model_weights, tiny_config, trainer
+from tests.lit.helpers import adamw, classification_batch, loader, model_weights, small_config, trainer
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
 
 
 def test_parameter_groups_exclude_biases_and_layernorm_from_weight_decay():
-    model = BertForSequenceClassification(tiny_config())
+    model = BertForSequenceClassification(small_config())
     groups = parameter_groups(model, weight_decay=0.01, lr=1e-3)
     by_name = {group["name"]: group for group in groups}
     assert set(by_name) == {"decay", "no_decay"}
@@ -34,7 +34,7 @@ def test_parameter_groups_exclude_biases_and_layernorm_from_weight_decay():
 
 
 def test_layerwise_lr_decay_scales_each_layer_from_the_head_down():
-    model = BertForSequenceClassification(tiny_config())
+    model = BertForSequenceClassification(small_config())
     groups = parameter_groups(model, weight_decay=0.01, lr=1.0, layerwise_lr_decay=0.5)
     lr_of = {id(param): group["lr"] for group in groups for param in group["params"]}
     expected = {"bert.embeddings.word_embeddings.weight": 0.125, "bert.embeddings.LayerNorm.bias": 0.125,
@@ -49,7 +49,7 @@ def test_layerwise_lr_decay_scales_each_layer_from_the_head_down():
 
 
 def test_build_optimizer_reads_lr_and_weight_decay_from_the_partial():
-    model = BertForMaskedLM(tiny_config())
+    model = BertForMaskedLM(small_config())
     optimizer = build_optimizer(adamw(lr=2e-3, weight_decay=0.1), model)
     assert {(group["lr"], group["weight_decay"]) for group in optimizer.param_groups} == {(2e-3, 0.1), (2e-3, 0.0)}
     assert optimizer.defaults["fused"] is True
@@ -64,7 +64,7 @@ def test_build_optimizer_reads_lr_and_weight_decay_from_the_partial():
 def test_gradients_are_clipped_before_the_fused_adamw_step(tmp_path, precision):
     # Adam's update is ~lr whatever the gradient's scale, unless clipping shrinks the gradient far
     # below eps: then the weights barely move.
-    module = ClassificationModule(config=tiny_config(), optimizer=adamw(weight_decay=0.0))
+    module = ClassificationModule(config=small_config(), optimizer=adamw(weight_decay=0.0))
     before = model_weights(module)
     trainer(tmp_path, max_steps=2, precision=precision, gradient_clip_val=1e-12, limit_val_batches=0
             ).fit(module, loader([classification_batch()] * 2))

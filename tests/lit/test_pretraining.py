@@ -18,7 +18,7 @@ from bertlab.errors import DataError
 from bertlab.lit import PretrainingModule
 from bertlab.model import BertForMaskedLM
 from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_weights, pretraining_batch,
-                               pretraining_module, tiny_config, trainer)
+                               pretraining_module, small_config, trainer)
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
@@ -107,7 +107,7 @@ def test_the_plain_text_measure_scores_the_unigram_model_at_the_same_positions(t
     """A vocabulary of three words (5, 6, 7) beside the specials 0–4; the training counts 6, 3 and 1 (the
     specials' counts are left out), add-one smoothed over the 8 ids: p = 7/18, 4/18 and 2/18. Each row of 14
     words has round(0.15 × 14) = 2 masked: 4 rows of 5, 3 of 6 and 1 of 7 give 8, 6 and 2 targets."""
-    module = pretraining_module(config=tiny_config(vocab_size=8), special_token_ids=[0, 1, 2, 3, 4])
+    module = pretraining_module(config=small_config(vocab_size=8), special_token_ids=[0, 1, 2, 3, 4])
     module.set_unigram([0, 0, 9, 9, 0, 6, 3, 1])
     run = trainer(tmp_path, max_steps=1, callbacks=[MetricsArtifacts()])
     logged = run.validate(module, loader([word_rows([5, 5, 6, 5, 7, 6, 5, 6])]), verbose=False)[0]
@@ -160,7 +160,7 @@ def test_only_the_plain_text_set_is_measured_beside_copied_pairs(tmp_path):
 
 
 def test_pretraining_dropout_holds_for_the_run_and_the_checkpoint_keeps_the_models(tmp_path):
-    config = tiny_config(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+    config = small_config(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
     batch = pretraining_batch()
 
     def two_training_forwards(model):
@@ -197,7 +197,7 @@ def test_resumed_pretraining_masks_and_trains_exactly_like_an_uninterrupted_run(
         return masked, labels
 
     monkeypatch.setattr("bertlab.lit.pretraining.mask_tokens", recording_mask_tokens)
-    no_dropout = tiny_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    no_dropout = small_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     data = loader([pretraining_batch()] * 8)
     common = dict(accumulate_grad_batches=2, logger=False)
 

@@ -12,7 +12,7 @@ from bertlab.lit.question_answering import QuestionAnsweringModule
 from bertlab.tokenizer import special_token_ids
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from tests.data.test_question_answering import datamodule, squad_document, write_squad
-from tests.lit.helpers import adamw, tiny_config, trainer
+from tests.lit.helpers import adamw, small_config, trainer
 
 NAMES, CITIES = ["anna", "bert", "carla", "dora"], ["paris", "rome", "oslo", "lima"]
 
@@ -35,7 +35,7 @@ def test_it_learns_the_answers_and_logs_exact_match_and_f1(tmp_path):
     save_tokenizer(train_tokenizer(texts, vocab_size=60, min_frequency=1), tmp_path / "tokenizer")
     data = datamodule(write_squad(tmp_path / "squad", people_document(16)), tmp_path / "tokenizer", batch_size=8)
     data.setup("fit")
-    config = tiny_config(vocab_size=data.tokenizer.get_vocab_size(),
+    config = small_config(vocab_size=data.tokenizer.get_vocab_size(),
                          pad_token_id=special_token_ids(data.tokenizer)["pad"], max_position_embeddings=64)
     module = QuestionAnsweringModule(config, optimizer=adamw(lr=1e-2), max_answer_length=4)
     run = trainer(tmp_path, max_steps=40, val_check_interval=10, check_val_every_n_epoch=None)
@@ -48,7 +48,7 @@ def test_it_learns_the_answers_and_logs_exact_match_and_f1(tmp_path):
 
 
 def test_it_reloads_from_its_hyperparameters():
-    module = QuestionAnsweringModule(tiny_config(num_labels=2), n_best=5)
+    module = QuestionAnsweringModule(small_config(num_labels=2), n_best=5)
     again = QuestionAnsweringModule(**module.hparams)
     assert again.n_best == 5 and again.model.config.to_dict() == module.model.config.to_dict()
 

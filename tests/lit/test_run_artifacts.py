@@ -16,7 +16,7 @@ from bertlab.lit.run_artifacts import ExportPretrained, MetricsArtifacts
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, train_tokenizer
 from tests.lit.helpers import (adamw, classification_batch, loader, model_weights, pretraining_batch,
-                               pretraining_module, tiny_config, trainer)
+                               pretraining_module, small_config, trainer)
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
@@ -48,7 +48,7 @@ def test_export_writes_a_loadable_directory_atomically(tmp_path, tokenizer):
 
 def test_export_of_the_best_checkpoint_reloads_itsmodel_weights(tmp_path, tokenizer):
     batch = classification_batch()
-    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=5e-3))
+    module = ClassificationModule(small_config(), optimizer=adamw(lr=5e-3))
     # "Best" = highest validation loss, i.e. an early checkpoint that differs from the final weights.
     checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val/loss", mode="max")
     export = ExportPretrained(str(tmp_path / "best"), weights="best", tokenizer=tokenizer)
@@ -73,7 +73,7 @@ class RecordWeights(L.Callback):
 
 def test_weight_averaging_validates_checkpoints_and_exports_the_average(tmp_path, tokenizer):
     batch = classification_batch()
-    module = ClassificationModule(tiny_config(), optimizer=adamw(lr=5e-3))
+    module = ClassificationModule(small_config(), optimizer=adamw(lr=5e-3))
     record = RecordWeights()
     checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val/loss", mode="min")
     export = ExportPretrained(str(tmp_path / "best"), weights="best", tokenizer=tokenizer)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from bertlab.lit import ClassificationModule
 from bertlab.lit.saved_task import SAVED_BY
-from tests.lit.helpers import pretraining_module, tiny_config
+from tests.lit.helpers import pretraining_module, small_config
 
 
 def test_a_module_records_its_class_in_the_checkpoints_it_saves():
-    for module in (pretraining_module(), ClassificationModule(tiny_config())):
+    for module in (pretraining_module(), ClassificationModule(small_config())):
         checkpoint = {"global_step": 3}
         module.on_save_checkpoint(checkpoint)
         assert checkpoint == {"global_step": 3, SAVED_BY: type(module).__name__}

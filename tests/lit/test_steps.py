@@ -13,7 +13,7 @@ import torch
 
 from bertlab.lit import ClassificationModule
 from bertlab.lit.steps import SeedEveryStep, ValidateFinalStep
-from tests.lit.helpers import adamw, classification_batch, loader, tiny_config, trainer
+from tests.lit.helpers import adamw, classification_batch, loader, small_config, trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hi
 def test_the_final_step_is_validated_between_two_intervals(tmp_path, limits, intervals, validate_final_step):
     callbacks = [ValidateFinalStep()] if validate_final_step else []
     run = trainer(tmp_path, val_check_interval=3, check_val_every_n_epoch=None, callbacks=callbacks, **limits)
-    run.fit(ClassificationModule(tiny_config(), optimizer=adamw()), loader([classification_batch()] * 5),
+    run.fit(ClassificationModule(small_config(), optimizer=adamw()), loader([classification_batch()] * 5),
             loader([classification_batch()]))
 
     frame = pd.read_csv(run.logger.log_dir + "/metrics.csv")

@@ -11,7 +11,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from bertlab.errors import ConfigError
 from bertlab.lit.token_classification import TokenClassificationModule
-from tests.lit.helpers import adamw, loader, tiny_config, trainer
+from tests.lit.helpers import adamw, loader, small_config, trainer
 
 TAGS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC"}
 
@@ -32,7 +32,7 @@ def tagging_batch(seed: int) -> dict[str, torch.Tensor]:
 
 
 def test_it_learns_the_tags_and_writes_the_best_validations_table(tmp_path):
-    config = tiny_config(num_labels=4, id2label=TAGS, label2id={v: k for k, v in TAGS.items()})
+    config = small_config(num_labels=4, id2label=TAGS, label2id={v: k for k, v in TAGS.items()})
     module = TokenClassificationModule(config, optimizer=adamw(lr=1e-2))
     checkpoints = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val/f1", mode="max")
     run = trainer(tmp_path, max_steps=60, enable_checkpointing=True, callbacks=[checkpoints], val_check_interval=20,
@@ -49,4 +49,4 @@ def test_it_learns_the_tags_and_writes_the_best_validations_table(tmp_path):
 
 def test_tags_that_are_no_tagging_scheme_are_refused():
     with pytest.raises(ConfigError, match="'LABEL_0' is not a tag"):
-        TokenClassificationModule(tiny_config(num_labels=2))
+        TokenClassificationModule(small_config(num_labels=2))

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process
+from tests.factories import small_config
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +30,7 @@ def checkpoint(workspace: Path, tiny_data_dir: Path) -> Path:
     """A tiny (untrained) masked-LM checkpoint with its tokenizer, to fine-tune from."""
     sentences = pd.read_parquet(tiny_data_dir / "sst2" / "train.parquet")["sentence"].tolist()
     tokenizer = train_tokenizer(sentences, vocab_size=60)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=1, num_attention_heads=2)
     directory = workspace / "checkpoint"
     BertForMaskedLM(config).save_pretrained(directory)
     save_tokenizer(tokenizer, directory)

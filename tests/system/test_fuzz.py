@@ -11,8 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_module
-from hydra.core.global_hydra import GlobalHydra
+from hydra import compose
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +21,6 @@ from bertlab.errors import BertlabError
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.checks.before_run import check
 from bertlab.training.checks.values import declarations
-from bertlab.training.launch.config_tree import register_configs
 from bertlab.training.launch.hydra_errors import user_error
 from bertlab.training.launch.schema import SCHEMAS
 from tests.training.shipped_configs import composed_trees
@@ -108,14 +106,6 @@ def ranged_keys() -> list[str]:
 OVERRIDE_KEYS = st.deferred(lambda: st.sampled_from([*ranged_keys(), "model.init_from", "resume"]))
 OVERRIDE_VALUES = (st.integers(-10**12, 10**12).map(str) | st.floats(allow_nan=False).map(repr)
                    | st.sampled_from(["abc", "null", "true", "[1,2]", "{a: 1}", "''", "-0.5", "1e400", "/no/such"]))
-
-
-@pytest.fixture(scope="module")
-def config_module():
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_module("bertlab.conf", version_base="1.3"):
-        yield
 
 
 @pytest.mark.slow

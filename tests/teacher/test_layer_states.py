@@ -9,13 +9,13 @@ import torch
 from bertlab.errors import ConfigError
 from bertlab.model import BertModel
 from bertlab.teacher.layer_states import LayerTeacher, read_attention_input
-from tests.lit.helpers import save_tiny_bert, tiny_config
+from tests.lit.helpers import save_tiny_bert, small_config
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "the bird sang a song"] * 4
 
 
 def test_an_attention_reads_the_previous_layers_output_and_the_forward_can_stop_there():
-    model = BertModel(tiny_config(num_hidden_layers=3)).eval()
+    model = BertModel(small_config(num_hidden_layers=3)).eval()
     ids = torch.randint(5, 100, (2, 7))
     reference = model(ids, output_hidden_states=True).hidden_states
     ran = []

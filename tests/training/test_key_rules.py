@@ -7,8 +7,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from hydra import compose, initialize_config_module
-from hydra.core.global_hydra import GlobalHydra
+from hydra import compose
 from hydra.utils import get_object
 from lightning.pytorch import Trainer
 from omegaconf import OmegaConf
@@ -17,7 +16,6 @@ from bertlab.errors import ConfigError
 from bertlab.training.checks import combinations
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.checks.values import NOT_JUDGED, argument_declaration, declarations
-from bertlab.training.launch.config_tree import register_configs
 from bertlab.training.launch.schema import SCHEMAS
 from bertlab.value_rules import POSITIVE, OneOf, check_rules
 from tests.training.shipped_configs import composed_trees
@@ -25,14 +23,6 @@ from tests.training.shipped_configs import composed_trees
 # Keys whose strings come from a fixed set: each must have its choices declared.
 ENUMERATED = ("monitor_mode", "model.hidden_act", "model.position_embedding_type", "model.attn_implementation",
               "scheduler.schedule", "trainer.accelerator", "trainer.precision", "task.compile_mode")
-
-
-@pytest.fixture(scope="module")
-def config_module():
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_module("bertlab.conf", version_base="1.3"):
-        yield
 
 
 @pytest.fixture(scope="module")

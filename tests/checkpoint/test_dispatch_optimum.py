@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from bertlab import BertConfig, BertForSequenceClassification
+from bertlab import BertForSequenceClassification
 from bertlab.checkpoint.dispatch import export_pretrained, save_format
 from bertlab.tokenizer import train_tokenizer
-from tests.checkpoint.test_modernbert import MODERNBERT, perturb
+from tests.checkpoint.test_modernbert import MODERNBERT
+from tests.factories import perturbed, small_config
 
 SENTENCES = ["the cat sat on the mat", "a dog ran far away from the cat"]  # of two lengths: one row is padded
 FORMATS = {"bert": {}, "modernbert": MODERNBERT}
@@ -25,11 +26,10 @@ def test_optimum_exports_a_classifier_that_onnxruntime_runs_as_bertlab_does(name
     exporter = pytest.importorskip("optimum.exporters.onnx", reason="optimum 2.x exports to ONNX from the separate "
                                                                      "package optimum-onnx (pip install optimum-onnx)")
     tokenizer = train_tokenizer(SENTENCES * 10, vocab_size=60)
-    config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=3,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, num_labels=2,
-                        **FORMATS[name])
+    config = small_config(vocab_size=tokenizer.get_vocab_size(), num_hidden_layers=3, num_attention_heads=2,
+                          num_labels=2, **FORMATS[name])
     torch.manual_seed(0)
-    model = perturb(BertForSequenceClassification(config))
+    model = perturbed(BertForSequenceClassification(config), seed=3).eval()
     assert save_format(model).MODEL_TYPE == name
     export_pretrained(model, tokenizer, tmp_path / "hf_model")
 
