@@ -220,14 +220,19 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         """(training rows, selection rows) of the loaded training split, drawn once."""
         if self._selection is None:
             dataset = self._loaded_split(self.train_split)
-            labels = self._labels(dataset, self.train_split, f"split {self.train_split!r} of {self.source}")
-            texts = [*zip(*(dataset[column] for column in self._text_columns))]
-            self._selection = split_selection(labels, texts, self.selection_fraction, self.selection_max_rows,
+            strata, texts = self._selection_strata_and_texts(dataset)
+            self._selection = split_selection(strata, texts, self.selection_fraction, self.selection_max_rows,
                                               self.selection_seed)
             left_out = len(dataset) - sum(map(len, self._selection))
             log.info("selection split: %d of the %d training rows held out, %d more left out of training for holding "
                      "text of theirs (bertlab.data.selection)", len(self._selection[1]), len(dataset), left_out)
         return self._selection
+
+    def _selection_strata_and_texts(self, dataset: datasets.Dataset) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+        """What the selection split draws the loaded training rows by: each row's stratum (its label) and its
+        texts (bertlab.data.selection.split_selection)."""
+        labels = self._labels(dataset, self.train_split, f"split {self.train_split!r} of {self.source}")
+        return labels, [*zip(*(dataset[column] for column in self._text_columns))]
 
     def _loaded_split(self, split: str) -> datasets.Dataset:
         """The split as loaded, cut to its `limit_*_samples`."""

@@ -12,6 +12,11 @@ Sources: the hub's flat schema (`rajpurkar/squad`: id, title, context, question,
 answer_start}) in any format bertlab.data.sources reads, or SQuAD's own JSON files ({data: [{paragraphs:
 [{context, qas: [{id, question, answers: [{text, answer_start}]}]}]}]}), a file or a folder of train/dev
 files.
+
+A selection split (`selection_fraction` > 0, bertlab.data.selection) holds training questions out to choose the
+checkpoint on, whole paragraphs at a time: the questions on one context go to the same side, so no held-out
+context is read in training. Validation then scores it first (val/…) and the validation split second (dev/…),
+as for sequence classification (bertlab.data.classification).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import datasets
 import numpy as np
@@ -28,11 +33,11 @@ import torch
 from tokenizers import Tokenizer
 
 from bertlab.data.batches import collate
-from bertlab.data.classification import ClassificationDataModule
+from bertlab.data.classification import SELECTION_SPLIT, ClassificationDataModule
 from bertlab.data.sources import SPLIT_NAMES, load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.span_decoding import OUTSIDE_CONTEXT
-from bertlab.value_rules import Count, SequenceLength, Workers, checks_arguments
+from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers, checks_arguments
 
 COLUMNS = ("id", "question", "context", "answers")
 TARGETS = ("start_positions", "end_positions")
@@ -197,8 +202,8 @@ def collate_spans(rows: Sequence[Mapping[str, Any]], *, pad_token_id: int = 0) -
 class QuestionAnsweringDataModule(ClassificationDataModule):
     """Train and validation splits of questions with their contexts and answers (see the module's text);
     `doc_stride`: the pieces each window of a long context shares with the next (null: a context must fit
-    whole). Batching and the resumable training order are ClassificationDataModule's; validation is scored
-    on the validation split's questions (`validation_questions`)."""
+    whole). Batching, the selection split and the resumable training order are ClassificationDataModule's;
+    validation is scored on the questions of each validation loader (`validation_questions`)."""
 
     collate_rows = staticmethod(collate_spans)
 
@@ -206,13 +211,16 @@ class QuestionAnsweringDataModule(ClassificationDataModule):
                  validation_split: str = "validation", test_split: str | None = None,
                  max_seq_length: SequenceLength = 384, doc_stride: Count | None = 128, batch_size: Count = 32,
                  eval_batch_size: Count = 128, num_workers: Workers = 0, seed: int = 0,
-                 limit_train_samples: Count | None = None, limit_eval_samples: Count | None = None) -> None:
+                 limit_train_samples: Count | None = None, limit_eval_samples: Count | None = None,
+                 selection_fraction: Annotated[float, OPEN_PROBABILITY] = 0.0, selection_max_rows: Count = 1000,
+                 selection_seed: Seed = 0) -> None:
         super().__init__(source, tokenizer, text_column="question", text_pair_column="context",
                          label_column="answers", num_labels=len(SPAN_LABELS), label_names=SPAN_LABELS,
                          train_split=train_split, validation_split=validation_split, test_split=test_split,
                          max_seq_length=max_seq_length, batch_size=batch_size, eval_batch_size=eval_batch_size,
                          num_workers=num_workers, seed=seed, limit_train_samples=limit_train_samples,
-                         limit_eval_samples=limit_eval_samples)
+                         limit_eval_samples=limit_eval_samples, selection_fraction=selection_fraction,
+                         selection_max_rows=selection_max_rows, selection_seed=selection_seed)
         self.doc_stride = doc_stride
         self._questions: dict[str, list[Question]] = {}
 
@@ -223,8 +231,14 @@ class QuestionAnsweringDataModule(ClassificationDataModule):
         return self._questions[split]
 
     def validation_questions(self) -> list[list[Question]]:
-        """The questions of each validation loader, in loader order."""
-        return [self.questions(self.validation_split)]
+        """The questions of each validation loader, in loader order (the selection split's first, if any)."""
+        splits = [SELECTION_SPLIT] * (SELECTION_SPLIT in self.datasets) + [self.validation_split]
+        return [self.questions(split) for split in splits]
+
+    def _selection_strata_and_texts(self, dataset: datasets.Dataset) -> tuple[np.ndarray, list[list[str]]]:
+        """One stratum; a question's text is its context, so the questions on one paragraph are one unit."""
+        questions = questions_of(dataset, f"split {self.train_split!r} of {self.source}")
+        return np.zeros(len(questions), dtype=np.int64), [[question.context] for question in questions]
 
     def _loaded_split(self, split: str) -> datasets.Dataset:
         if self._raw is None:

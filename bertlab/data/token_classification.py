@@ -24,7 +24,6 @@ from tokenizers import Tokenizer
 from bertlab.data.batches import collate
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import truncate_without_padding
-from bertlab.data.selection import split_selection
 from bertlab.data.sources import require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.model import IGNORE_INDEX
@@ -134,14 +133,9 @@ class TokenClassificationDataModule(ClassificationDataModule):
         names = self.label_names
         return [[names[i] for i in row] for row in self._split_tags(self._raw_split(split), split)]
 
-    def _selection_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._selection is None:
-            loaded = self._loaded_split(self.train_split)
-            rows = self._split_tags(loaded, self.train_split)
-            sentences = [[" ".join(words)] for words in loaded[self.text_column]]
-            self._selection = split_selection(self._strata(rows), sentences, self.selection_fraction,
-                                              self.selection_max_rows, self.selection_seed)
-        return self._selection
+    def _selection_strata_and_texts(self, dataset: datasets.Dataset) -> tuple[np.ndarray, list[list[str]]]:
+        rows = self._split_tags(dataset, self.train_split)
+        return self._strata(rows), [[" ".join(words)] for words in dataset[self.text_column]]
 
     def _strata(self, rows: list[np.ndarray]) -> np.ndarray:
         """Each sentence's stratum: the type of its first entity, or none (-1)."""

@@ -35,7 +35,7 @@ class QuestionAnsweringModule(FineTuningModule):
     """Answer spans: FineTuningModule's arguments, and `n_best` (the start and end positions of each window
     paired into spans) and `max_answer_length` (in pieces) of the decoding (bertlab.span_decoding). Validation
     logs val/exact_match and val/f1 of the trainer's data module's `validation_questions` (a
-    QuestionAnsweringDataModule's)."""
+    QuestionAnsweringDataModule's), and dev/… of a second loader's (the validation split beside a selection split)."""
 
     model_class = BertForQuestionAnswering
     targets = TARGETS

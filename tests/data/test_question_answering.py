@@ -126,3 +126,31 @@ def test_a_flat_split_without_a_column_is_refused(tmp_path, tokenizer_dir):
     pd.DataFrame({"id": ["a"], "question": ["q"], "context": ["c"]}).to_parquet(folder / "train.parquet")
     with pytest.raises(DataError, match=r"no column\(s\) \['answers'\]"):
         datamodule(folder, tokenizer_dir).questions("train")
+
+
+def paragraphs_document(contexts: int = 12, questions_per_context: int = 3) -> dict:
+    """`contexts` paragraphs, each asked `questions_per_context` questions."""
+    paragraphs = []
+    for row in range(contexts):
+        context = f"{CONTEXT} {' '.join(FILLER.split()[:row % 10 + 1])} {row} ."
+        asked = [(f"c{row}q{i}", question, answer) for i, (_, question, answer) in
+                 enumerate((QUESTIONS * questions_per_context)[:questions_per_context])]
+        paragraphs.append(squad_document(context, asked)["data"][0]["paragraphs"][0])
+    return {"data": [{"title": "t", "paragraphs": paragraphs}]}
+
+
+def test_the_selection_split_holds_whole_paragraphs_out_of_training(tmp_path, tokenizer_dir):
+    source = write_squad(tmp_path / "squad", paragraphs_document())
+    data = datamodule(source, tokenizer_dir, selection_fraction=0.25, selection_seed=3)
+    data.setup("fit")
+    held_out, training = data.questions("selection"), data.questions("train")
+    assert len(held_out) == 9 and len(training) == 27  # three paragraphs of the twelve
+    every = squad_splits(str(source))["train"]["id"]
+    assert sorted(q.id for q in held_out + training) == sorted(every) and len(every) == 36  # each on one side
+    assert not {q.context for q in held_out} & {q.context for q in training}
+    assert [len(loader) for loader in data.validation_questions()] == [9, 36]
+    assert len(data.val_dataloader()) == 2 and set(data.datasets["selection"]["example"]) == set(range(9))
+    again = datamodule(source, tokenizer_dir, selection_fraction=0.25, selection_seed=3)
+    assert [q.id for q in again.questions("selection")] == [q.id for q in held_out]
+    other = datamodule(source, tokenizer_dir, selection_fraction=0.25, selection_seed=4)
+    assert [q.id for q in other.questions("selection")] != [q.id for q in held_out]
