@@ -3,11 +3,17 @@ accepts, and checkpoints whose encoders fit (bertlab.training.checks.weights_fit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
 from bertlab.training.checks.weights_fit import check_encoder_weights_fit
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
+    from optuna.distributions import BaseDistribution
 
 # The checkpoints a run loads weights from: their encoders must fit.
 LOADED_CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
@@ -28,9 +34,6 @@ def check_search_space(config: DictConfig) -> None:
     if sweeper is None or "optuna" not in str(sweeper.get("_target_", "")).lower():
         return
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    # Private: hydra-optuna-sweeper 1.3 turns an override into an Optuna distribution only in its _impl module,
-    # and that is the function its sweeper calls, so the check accepts exactly what the sweep will.
-    from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
 
     parser = OverridesParser.create()
     spaces = [f"{key}={value}" for key, value in (OmegaConf.to_container(sweeper, resolve=False).get("params")
@@ -40,11 +43,33 @@ def check_search_space(config: DictConfig) -> None:
         if not override.is_sweep_override():
             continue
         try:
-            create_optuna_distribution_from_override(override)
-        except Exception as error:  # the plugin and Optuna raise ValueError, TypeError, NotImplementedError
+            optuna_distribution(override)
+        except Exception as error:  # Optuna's ValueError, a glob's NotImplementedError, ...
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ConfigError(f"{text}: not a search space Optuna accepts ({reason}); e.g. "
                               f"{override.key_or_group}=tag(log, interval(1e-5, 1e-3)) or choice(16, 32)") from None
+
+
+def optuna_distribution(override: Override) -> BaseDistribution:
+    """The Optuna distribution hydra-optuna-sweeper 1.3 makes of a sweep override (what its
+    create_optuna_distribution_from_override does, on public names), so Optuna refuses here what the sweep would."""
+    from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep, Transformer
+    from optuna.distributions import (CategoricalDistribution, DiscreteUniformDistribution, IntLogUniformDistribution,
+                                      IntUniformDistribution, LogUniformDistribution, UniformDistribution)
+
+    value = override.value()
+    if isinstance(value, ChoiceSweep) or (isinstance(value, RangeSweep) and value.shuffle):
+        return CategoricalDistribution(list(override.sweep_iterator(transformer=Transformer.encode)))
+    if isinstance(value, RangeSweep):
+        if any(isinstance(bound, float) for bound in (value.start, value.stop, value.step)):
+            return DiscreteUniformDistribution(value.start, value.stop, value.step)
+        return IntUniformDistribution(int(value.start), int(value.stop), step=int(value.step))
+    if isinstance(value, IntervalSweep):
+        integers = isinstance(value.start, int) and isinstance(value.end, int)
+        if "log" in value.tags:
+            return (IntLogUniformDistribution if integers else LogUniformDistribution)(value.start, value.end)
+        return (IntUniformDistribution if integers else UniformDistribution)(value.start, value.end)
+    raise NotImplementedError(f"{type(value).__name__.lower()}() is not a sweep the Optuna sweeper takes")
 
 
 def check_checkpoints(config: DictConfig) -> None:

@@ -39,7 +39,7 @@ log = logging.getLogger("bertlab")
 
 def set_torch_flags(deterministic: bool | str | None, benchmark: bool | None) -> None:
     """torch's switches for trainer.deterministic and trainer.benchmark, as the Trainer sets them when it is
-    built (Lightning 2.6 does it in a private function, accelerator_connector._set_torch_flags): deterministic
+    built (Lightning 2.6 does it in its accelerator connector, with no public function to call): deterministic
     kernels turn cuDNN's benchmark off unless it is asked for; "warn" warns of a nondeterministic kernel."""
     if deterministic and benchmark is None:
         benchmark = False

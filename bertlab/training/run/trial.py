@@ -119,14 +119,12 @@ def now(module: L.LightningModule) -> float:
 
 
 def independent_copy(module: L.LightningModule) -> L.LightningModule:
-    """A deep copy with its own weights, compiled where `module` is: a copy drops `nn.Module.compile`'s
+    """A deep copy with its own weights, its model compiled where `module`'s is (bertlab's modules compile
+    `model` when built with `compile`, which their hyperparameters keep): a copy drops `nn.Module.compile`'s
     compiled call."""
     copy = deepcopy(module)
-    for original, copied in zip(module.modules(), copy.modules()):
-        # Private: torch 2.13 keeps `nn.Module.compile`'s compiled call only there, and says nowhere else
-        # whether a module was compiled.
-        if original._compiled_call_impl is not None:
-            copied.compile()
+    if module.hparams.get("compile"):
+        copy.model.compile()
     return copy
 
 
