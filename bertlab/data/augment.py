@@ -36,7 +36,7 @@ from bertlab.data.sources import load_dataset_source, read_text_lines, require_c
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Interval, Probability, checks_arguments, field_problems
+from bertlab.value_rules import Count, Interval, checks_arguments
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"
@@ -45,9 +45,6 @@ PROGRESS_EVERY_SECONDS = 10.0
 TEXT_FILE_SUFFIXES = (".txt", ".tsv")
 Example = tuple[str, ...]  # one text, or the two of a sentence pair
 Plan = tuple[list, tuple[int, int] | None]  # per word None (keep), MASK or a draw in [0, 1) (replace); the n-gram kept
-PROBABILITY_WORDS = {"mask": "p_mask must be a probability in [0, 1]",
-                     "replace": "p_replace must be a probability in [0, 1]",
-                     "ngram": "p_ngram must be a probability in [0, 1]", "max_ngram": "max_ngram must be an integer >= 1"}
 
 
 @dataclass(frozen=True)
@@ -58,17 +55,21 @@ class Probabilities:
     mask 0.1, ngram 0.25 and max_ngram 5 are Tang et al.'s. replace 0.2: their part-of-speech swap
     took 0.1 of the words; TinyBERT replaces with 0.4, but only words that are not stop words, about
     half of SST-2's; here stop words are eligible too, and the masked LM may be a small one."""
-    mask: Probability = 0.1
-    replace: Probability = 0.2
-    ngram: Probability = 0.25
-    max_ngram: Annotated[int, Interval("[1, inf)", whole=True)] = 5
+    mask: float = 0.1
+    replace: float = 0.2
+    ngram: float = 0.25
+    max_ngram: int = 5
 
     def __post_init__(self) -> None:
-        for name, value, _, _ in field_problems(self):  # augment's arguments, in their words
-            raise ConfigError(f"{PROBABILITY_WORDS[name]}, got {value!r}")
+        for name in ("mask", "replace", "ngram"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ConfigError(f"p_{name} must be a probability in [0, 1], got {value!r}")
         if self.mask + self.replace > 1.0:
             raise ConfigError(f"p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), "
                               f"got {self.mask} + {self.replace}")
+        if not isinstance(self.max_ngram, int) or self.max_ngram < 1:
+            raise ConfigError(f"max_ngram must be an integer >= 1, got {self.max_ngram!r}")
 
 
 @checks_arguments
