@@ -3,89 +3,168 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import ThroughputMonitor
-from lightning.pytorch.trainer.states import RunningStage
+from lightning.fabric.utilities.throughput import Throughput, get_available_flops
+from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities import rank_zero_only
 
 from bertlab.flops import dense_bf16_peak_flops
-from bertlab.value_rules import Positive, checks_arguments
+from bertlab.value_rules import Interval, Positive, checks_arguments
+
+WindowSize = Annotated[int, Interval("[2, inf)")]  # a rate is the difference of the window's first and last readings
 
 
-def _sequences(batch: dict[str, torch.Tensor]) -> int:
-    return batch["input_ids"].shape[0]
+def compute_dtype(precision: str) -> torch.dtype:
+    """The dtype the matmuls of a run at Lightning's `trainer.precision` compute in, as Lightning's own
+    ThroughputMonitor reads it from the precision plugin: the column of its table of GPU peaks."""
+    if precision.startswith("transformer-engine"):
+        return torch.int8
+    if precision.startswith("bf16"):
+        return torch.bfloat16
+    if precision.startswith("16"):
+        return torch.float16
+    return torch.float64 if precision.startswith("64") else torch.float32
 
 
-def _tokens(batch: dict[str, torch.Tensor]) -> int:
-    return batch["input_ids"].numel()  # padding included: counting real tokens would sync the device
+@dataclass
+class StageClock:
+    """One stage's counts since its start, which its Throughput sees only when the clock is read."""
+
+    throughput: Throughput
+    start: float = 0.0  # time.perf_counter() at the start, moved past the validations for training
+    elapsed: float = 0.0  # seconds from `start` to the last reading
+    batches: int = 0
+    samples: int = 0
+    tokens: int = 0
+    unclocked_batches: int = 0
+    unclocked_flops: float = 0.0
+
+    def restart(self) -> None:
+        self.throughput.reset()
+        self.elapsed, self.batches, self.samples, self.tokens = 0.0, 0, 0, 0
+        self.unclocked_batches, self.unclocked_flops = 0, 0.0
+        self.start = time.perf_counter()
+
+    def count(self, batch: dict[str, torch.Tensor], flops: float | None) -> None:
+        self.batches += 1
+        self.samples += batch["input_ids"].shape[0]
+        self.tokens += batch["input_ids"].numel()  # padding included: counting real tokens would sync the device
+        self.unclocked_batches += 1
+        self.unclocked_flops += flops or 0.0  # None before the first batch is counted
+
+    def read(self, device: torch.device) -> None:
+        """Records the counts so far against the time the device has taken for them."""
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        self.elapsed = time.perf_counter() - self.start
+        self.throughput.update(time=self.elapsed, batches=self.batches, samples=self.samples, lengths=self.tokens,
+                               flops=self.unclocked_flops)
+        self.unclocked_batches, self.unclocked_flops = 0, 0.0
 
 
 @checks_arguments
-class TokenThroughputMonitor(ThroughputMonitor):
-    """Lightning's ThroughputMonitor for bertlab's dict batches: logs train/device/samples_per_sec
+class TokenThroughputMonitor(L.Callback):
+    """Lightning's Throughput for bertlab's dict batches during fit: logs train/device/samples_per_sec
     (sequences), train/device/items_per_sec (tokens, padding included), train/device/flops_per_sec
-    (the module's `flops_per_batch`, bertlab.lit.model_flops) and train/device/mfu, those FLOP/s over
-    the device's peak: `peak_flops` (FLOP/s of one device), else the datasheet's dense bf16 peak for a
-    bf16 run on a GPU bertlab.flops lists, else Lightning's table of GPUs for the training precision
-    (no peak on CPU: no MFU).
+    (the module's `flops_per_batch`, bertlab.lit.model_flops), train/device/mfu, those FLOP/s over
+    the device's peak, and the totals train/time, train/batches, train/samples, train/lengths; validate/…
+    the same for the validations. The peak: `peak_flops` (FLOP/s of one device), else the datasheet's dense
+    bf16 peak for a bf16 run on a GPU bertlab.flops lists, else Lightning's table of GPUs for the training
+    precision (no peak on CPU: no MFU).
 
-    Lightning's monitor reads the clock after every batch, and on a GPU that is a device sync: the host
-    stops queueing the next step's kernels until the device has finished this one, and the device idles
-    while it launches them. This one counts every training batch but reads the clock only on the steps
-    it logs (trainer.log_every_n_steps) and before a validation, so `window_size` counts logged steps.
-    Lightning (2.6) has no public hook for when the clock is read: this overrides the monitor's private `_start`
-    and `_update` and keeps its counters, and asks `trainer._logger_connector.should_update_logs`, as the
-    monitor's own `_compute` does; tests/lit/test_throughput.py pins what that gives.
+    Lightning's ThroughputMonitor reads the clock after every batch, and on a GPU that is a device sync: the
+    host stops queueing the next step's kernels until the device has finished this one, and the device idles
+    while it launches them. This one counts every training batch but reads the clock only on the steps it logs
+    (every trainer.log_every_n_steps optimizer steps, and when the trainer stops) and before a validation, so
+    `window_size` counts logged steps. A validation's time is left out of training's.
     """
 
-    def __init__(self, peak_flops: Positive | None = None, **kwargs: Any):
-        super().__init__(batch_size_fn=_sequences, length_fn=_tokens, **kwargs)
+    def __init__(self, window_size: WindowSize = 100, peak_flops: Positive | None = None):
+        self.window_size = window_size
         self.peak_flops = peak_flops
-        self._unclocked_flops: dict[RunningStage, float] = {}
-        self._unclocked_batches: dict[RunningStage, int] = {}
+        self.clocks: dict[RunningStage, StageClock] = {}
+        self.steps_seen = 0  # trainer.global_step at the last training batch: a new one ends an accumulation
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        super().setup(trainer, pl_module, stage)
+        if stage != TrainerFn.FITTING:
+            return
         device = trainer.strategy.root_device
-        if self.peak_flops is None and device.type == "cuda" and "bf16" in str(trainer.precision):
-            self.peak_flops = dense_bf16_peak_flops(torch.cuda.get_device_name(device))
-        if self.peak_flops is not None:
-            self.available_flops = self.peak_flops
-            for throughput in self._throughputs.values():  # made in super().setup with the device's peak
-                throughput.available_flops = self.peak_flops
+        peak = self.peak_flops
+        if peak is None and device.type == "cuda" and "bf16" in str(trainer.precision):
+            peak = dense_bf16_peak_flops(torch.cuda.get_device_name(device))
+        if peak is None:
+            peak = get_available_flops(device, compute_dtype(str(trainer.precision)))
+        self.clocks = {stage: StageClock(Throughput(available_flops=peak, world_size=trainer.world_size,
+                                                    window_size=self.window_size))
+                       for stage in (RunningStage.TRAINING, RunningStage.VALIDATING)}
 
-    def _start(self, trainer: L.Trainer) -> None:
-        super()._start(trainer)
-        self._unclocked_flops[trainer.state.stage] = 0.0
-        self._unclocked_batches[trainer.state.stage] = 0
+    @rank_zero_only
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.clocks[RunningStage.TRAINING].restart()
+        self.steps_seen = trainer.global_step
 
-    def _update(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any, iter_num: int) -> None:
-        stage = trainer.state.stage
-        self._samples[stage] += self.batch_size_fn(batch)
-        self._lengths[stage] += self.length_fn(batch)
-        self._batches[stage] += 1
-        self._unclocked_batches[stage] += 1
-        self._unclocked_flops[stage] += pl_module.flops_per_batch or 0.0  # None before the first batch is counted
-        if stage != RunningStage.TRAINING or trainer._logger_connector.should_update_logs:
-            self._clock(trainer, stage)
-
-    def _clock(self, trainer: L.Trainer, stage: RunningStage) -> None:
-        """Records the counts so far against the time the device has taken for them."""
-        device = trainer.strategy.root_device
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        self._throughputs[stage].update(time=time.perf_counter() - self._t0s[stage], batches=self._batches[stage],
-                                        samples=self._samples[stage], lengths=self._lengths[stage],
-                                        flops=self._unclocked_flops[stage])
-        self._unclocked_flops[stage] = 0.0
-        self._unclocked_batches[stage] = 0
+    @rank_zero_only
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        clock = self.clocks[RunningStage.TRAINING]
+        clock.count(batch, pl_module.flops_per_batch)
+        if trainer.global_step == self.steps_seen:  # gradients still accumulating: no optimizer step yet
+            return
+        self.steps_seen = trainer.global_step
+        if logs(trainer, trainer.global_step):
+            clock.read(trainer.strategy.root_device)
+            # at the step Lightning logs this batch's own metrics at, with the epoch, as it logs a callback's
+            publish(trainer, RunningStage.TRAINING, clock.throughput.compute(), trainer.global_step - 1,
+                    epoch=trainer.current_epoch)
 
     @rank_zero_only
     def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not timed(trainer):
+            return
         # The training batches since the last logged step end before the validation's time is set aside.
-        if not trainer.sanity_checking and self._unclocked_batches.get(RunningStage.TRAINING):
-            self._clock(trainer, RunningStage.TRAINING)
-        super().on_validation_start(trainer, pl_module)
+        if (training := self.clocks[RunningStage.TRAINING]).unclocked_batches:
+            training.read(trainer.strategy.root_device)
+        self.clocks[RunningStage.VALIDATING].restart()
+
+    @rank_zero_only
+    def on_validation_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                                batch_idx: int, dataloader_idx: int = 0) -> None:
+        if not timed(trainer):
+            return
+        clock = self.clocks[RunningStage.VALIDATING]
+        clock.count(batch, pl_module.flops_per_batch)
+        clock.read(trainer.strategy.root_device)
+        if logs(trainer, clock.batches):
+            # at the count of the fit's validation batches so far, which a resumed fit restores
+            step = trainer.fit_loop.epoch_loop.val_loop.batch_progress.total.ready
+            publish(trainer, RunningStage.VALIDATING, clock.throughput.compute(), step)
+
+    @rank_zero_only
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not timed(trainer):
+            return
+        # Training's clock goes on from where its last reading left it, as if the validation took no time.
+        training, validation = self.clocks[RunningStage.TRAINING], self.clocks[RunningStage.VALIDATING]
+        training.start = validation.start + validation.elapsed - training.elapsed
+
+
+def timed(trainer: L.Trainer) -> bool:
+    """Whether a validation is one this monitor times: one of fit's, after the sanity check."""
+    return trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking
+
+
+def logs(trainer: L.Trainer, count: int) -> bool:
+    """Whether Lightning logs at the `count`th step of training (or batch of a validation)."""
+    return trainer.log_every_n_steps > 0 and (count % trainer.log_every_n_steps == 0 or trainer.should_stop)
+
+
+def publish(trainer: L.Trainer, stage: RunningStage, metrics: dict[str, float], step: int, **extra: Any) -> None:
+    """Hands `metrics`, named under the stage (train/…, validate/…), to every logger of the trainer."""
+    named = {f"{stage.value}/{name}": value for name, value in metrics.items()} | extra
+    for logger in trainer.loggers:
+        logger.log_metrics(named, step=step)
+        logger.save()

@@ -1,14 +1,13 @@
 """The ranges and choices of the arguments of other libraries' classes that config groups build —
 Lightning's Trainer and callbacks, torch's AdamW — which bertlab cannot declare in their annotations
 (bertlab.value_rules); their types are those annotations. The keys: `trainer.*` (conf/trainer), `optimizer.*`
-(conf/optimizer), `callbacks.checkpoint.save_top_k`, `callbacks.progress_bar.refresh_rate` and
-`callbacks.throughput.window_size` (conf/callbacks)."""
+(conf/optimizer), `callbacks.checkpoint.save_top_k` and `callbacks.progress_bar.refresh_rate` (conf/callbacks)."""
 
 from __future__ import annotations
 
 import torch
 from lightning.pytorch import Trainer
-from lightning.pytorch.callbacks import ModelCheckpoint, ThroughputMonitor, TQDMProgressBar
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 
 from bertlab.training.run import precision
 from bertlab.value_rules import COUNT, NON_NEGATIVE, POSITIVE, Interval, OneOf
@@ -35,5 +34,4 @@ LIBRARY_ARGUMENTS = {
     torch.optim.AdamW: {"lr": POSITIVE, "eps": Interval("(0, 1)"), "weight_decay": NON_NEGATIVE},
     ModelCheckpoint: {"save_top_k": UNLIMITED},  # -1 keeps all
     TQDMProgressBar: {"refresh_rate": NON_NEGATIVE},
-    ThroughputMonitor: {"window_size": Interval("[2, inf)")},  # through **kwargs to Lightning's Throughput
 }
