@@ -236,9 +236,11 @@ class QuestionAnsweringDataModule(ClassificationDataModule):
         return [self.questions(split) for split in splits]
 
     def _selection_strata_and_texts(self, dataset: datasets.Dataset) -> tuple[np.ndarray, list[list[str]]]:
-        """One stratum; a question's text is its context, so the questions on one paragraph are one unit."""
-        questions = questions_of(dataset, f"split {self.train_split!r} of {self.source}")
-        return np.zeros(len(questions), dtype=np.int64), [[question.context] for question in questions]
+        """One stratum; a question's text is its context, so the questions on one paragraph are one unit. Only the
+        contexts are read: each question is checked once, when its split is prepared."""
+        require_columns(dataset, COLUMNS, f"split {self.train_split!r} of {self.source}")
+        contexts = dataset["context"]
+        return np.zeros(len(contexts), dtype=np.int64), [[context] for context in contexts]
 
     def _loaded_split(self, split: str) -> datasets.Dataset:
         if self._raw is None:
