@@ -2,11 +2,13 @@
 with rotary positions, pre-norm, a gated feed-forward, … — any mix that is neither BERT nor ModernBERT).
 
 The folder holds transformers' custom-code convention: `config.json` with `model_type: bertlab` and an
-`auto_map`, the two adapters beside this file (transformers' PreTrainedModel and PretrainedConfig around
-bertlab's own classes), and bertlab's modules themselves, copied from the installed package at export
-time with `from bertlab.x import` rewritten to `from .bertlab_x import` (transformers copies and imports
-a folder's modules through relative imports only). So the code that runs in transformers is, line for
-line, the code that trained the model: no second copy of it lives in this repository, and an export
+`auto_map`, the adapter beside this file (modeling_bertlab.py: transformers' PretrainedConfig and
+PreTrainedModel classes around bertlab's own, AutoConfig's class included), and bertlab's modules
+themselves: bertlab.model and what it imports (its config, the value rules the config's fields declare, the
+MLM loss, the errors they raise; no checkpoint-format or training code), copied from the installed package at
+export time with `from bertlab.x import` rewritten to `from .bertlab_x import` (transformers copies and
+imports a folder's modules through relative imports only). So the code that runs in transformers is, line
+for line, the code that trained the model: no second copy of it lives in this repository, and an export
 always matches the bertlab that wrote it. `AutoModelForMaskedLM.from_pretrained(folder,
 trust_remote_code=True)` then needs torch, safetensors and tokenizers, not bertlab.
 """
@@ -24,12 +26,11 @@ from bertlab.config import BertConfig
 
 MODEL_TYPE = "bertlab"
 TOKENIZER_INPUT_NAMES = None  # the tokenizer's own: bertlab's model takes token_type_ids
-ADAPTERS = Path(__file__).parent
-PACKAGE = ADAPTERS.parents[1]  # bertlab/
-MODELING_ADAPTER = "modeling_bertlab.py"
+ADAPTER = Path(__file__).with_name("modeling_bertlab.py")  # transformers' config and model classes
+PACKAGE = ADAPTER.parents[2]  # bertlab/
 ENTRY_MODULE = "model"  # bertlab.model, and every bertlab module it imports
-AUTO_CLASSES = {"AutoModel": "BertlabModel", "AutoModelForMaskedLM": "BertlabForMaskedLM",
-                "AutoModelForPreTraining": "BertlabForPreTraining",
+AUTO_CLASSES = {"AutoConfig": "BertlabConfig", "AutoModel": "BertlabModel",
+                "AutoModelForMaskedLM": "BertlabForMaskedLM", "AutoModelForPreTraining": "BertlabForPreTraining",
                 "AutoModelForSequenceClassification": "BertlabForSequenceClassification",
                 "AutoModelForTokenClassification": "BertlabForTokenClassification",
                 "AutoModelForQuestionAnswering": "BertlabForQuestionAnswering"}
@@ -64,16 +65,14 @@ def carried_modules() -> dict[str, str]:
 
 
 def remote_code_files() -> dict[str, str]:
-    """Every .py file of a remote-code export: the adapters and the carried bertlab modules. The
-    modelling adapter imports each carried module itself: transformers copies a local folder's files
-    into its module cache only one relative import deep."""
+    """Every .py file of a remote-code export: the adapter and the carried bertlab modules. The adapter
+    imports each carried module itself: transformers copies a local folder's files into its module cache
+    only one relative import deep."""
     carried = carried_modules()
-    adapters = {path.name: path.read_text(encoding="utf-8")
-                for path in sorted(ADAPTERS.glob("*.py")) if path.name != "__init__.py"}
     imports = "".join(f"from .{name[:-3]} import __name__ as _{name[:-3]}  # noqa: F401\n" for name in sorted(carried))
-    adapters[MODELING_ADAPTER] += ("\n\n# Generated at export (bertlab.checkpoint.remote_code): the modules for "
-                                   "transformers to copy.\n" + imports)
-    return {**adapters, **carried}
+    adapter = (ADAPTER.read_text(encoding="utf-8") + "\n\n# Generated at export (bertlab.checkpoint.remote_code): "
+               "the modules for transformers to copy.\n" + imports)
+    return {ADAPTER.name: adapter, **carried}
 
 
 def detect(values: dict[str, Any]) -> bool:
@@ -105,6 +104,5 @@ def config_text(config: BertConfig, architecture: str) -> str:
     auto_map that tells transformers which class of the folder to build."""
     values = json.loads(config.to_json_string(architecture=architecture.replace("Bert", "Bertlab", 1)))
     values["model_type"] = MODEL_TYPE
-    values["auto_map"] = {"AutoConfig": "configuration_bertlab.BertlabConfig",
-                          **{auto: f"modeling_bertlab.{name}" for auto, name in AUTO_CLASSES.items()}}
+    values["auto_map"] = {auto: f"{ADAPTER.stem}.{name}" for auto, name in AUTO_CLASSES.items()}
     return json.dumps(values, indent=2, sort_keys=True) + "\n"

@@ -1,10 +1,12 @@
-"""transformers' model classes of a bertlab remote-code export (see bertlab.checkpoint.remote_code): each builds
+"""transformers' classes of a bertlab remote-code export (see bertlab.checkpoint.remote_code): the config class,
+which keeps bertlab's BertConfig fields as config.json has them, and the model classes, each of which builds
 bertlab's own model and adopts its submodules, so that the state-dict names are bertlab's, and returns
-transformers' output classes. It runs only inside an export folder, loaded by transformers with
-trust_remote_code=True; bertlab never imports it."""
+transformers' output classes. config.json's auto_map names both here (`modeling_bertlab.BertlabConfig` for
+AutoConfig). It runs only inside an export folder, loaded by transformers with trust_remote_code=True; bertlab
+never imports it."""
 
 import torch.nn.functional as F
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import (BaseModelOutputWithPooling, MaskedLMOutput, QuestionAnsweringModelOutput,
                                          SequenceClassifierOutput, TokenClassifierOutput)
 from transformers.models.bert.modeling_bert import BertForPreTrainingOutput
@@ -12,7 +14,13 @@ from transformers.models.bert.modeling_bert import BertForPreTrainingOutput
 from .bertlab_config import BertConfig
 from .bertlab_model import (BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                             BertForSequenceClassification, BertForTokenClassification, BertModel)
-from .configuration_bertlab import BertlabConfig
+
+
+class BertlabConfig(PretrainedConfig):
+    """bertlab's BertConfig fields, kept as config.json has them; the model classes turn them back into
+    a BertConfig, which checks them."""
+
+    model_type = "bertlab"
 
 
 class BertlabPreTrainedModel(PreTrainedModel):
