@@ -18,8 +18,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.value_rules import Count, base_types, checks_arguments, field_annotations, is_of
+from bertlab.value_rules import Count, base_types, field_annotations, is_of
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")

@@ -1,11 +1,12 @@
 """The allowed values of a config key, declared once, in the annotation of the argument or dataclass field
 that takes the value: `mlm_probability: Annotated[float, Interval("(0, 1)")]`, `schedule: Annotated[str,
-OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`). Before a run starts,
-bertlab.training.checks.values checks every key of the composed config against the annotation of what takes
-it: `bertlab: error: <key>=<value>: must be in (0, inf)`. A taker decorated with `checks_arguments` also
-refuses such a value when Python code calls it: `warmup_schedule(schedule='step'): must be one of …`. Null is
-left to the code that takes the value. A dataclass that checks its own fields when it is built (bertlab.BertConfig,
-whose config.json files are untrusted input) runs the same rules on them, and its base types, with `field_problems`.
+OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`); and what a value breaks of them ("must be
+…"), null left to the code that takes the value. Nothing here raises: bertlab.argument_checks refuses a value
+that breaks its rule, before a run (bertlab.training.checks.values checks every key of the composed config:
+`bertlab: error: <key>=<value>: must be in (0, inf)`) and when Python code calls a taker decorated with
+`checks_arguments`. A dataclass that checks its own fields when it is built (bertlab.BertConfig, whose
+config.json files are untrusted input) runs the same rules on them, and its base types, with `field_problems`,
+and words its own refusal.
 
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
@@ -15,15 +16,12 @@ numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
-
-from bertlab.errors import ConfigError
+from typing import Annotated, Any
 
 
 @dataclass(frozen=True)
@@ -91,20 +89,9 @@ def rules(annotation: Any) -> tuple[Rule, ...]:
     return tuple(item for item in metadata(annotation) if isinstance(item, (Interval, OneOf, Size)))
 
 
-def format_value(value: Any) -> str:
-    """A value as a message shows it: strings quoted, `trainer.precision='fp8'`."""
-    return repr(value) if isinstance(value, str) else str(value)
-
-
 def violation(rules_: Sequence[Rule], value: Any) -> str | None:
     """What `value` breaks of the first of `rules_` it breaks ("must be …"); None when it fits them or is null."""
     return next((problem for rule in rules_ if value is not None and (problem := rule.violation(value))), None)
-
-
-def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
-    """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
-    if problem := violation(rules_, value):
-        raise ConfigError(f"{key}={format_value(value)}: {problem}")
 
 
 TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
@@ -149,58 +136,3 @@ def is_of(value: Any, kinds: Sequence[Any]) -> bool:
         return bool in kinds
     return any(kind is not bool and isinstance(value, (int, float) if kind is float else kind) for kind in kinds
                if isinstance(kind, type))
-
-
-Taker = TypeVar("Taker", bound=Callable)
-
-
-def checks_arguments(taker: Taker) -> Taker:
-    """`taker`, a function or a class (its `__init__`), checking each argument it is called with against the
-    rules of that argument's annotation before it runs, as the checks before a run do for config values."""
-    is_class = inspect.isclass(taker)
-    function = taker.__init__ if is_class else taker
-    offset = 1 if is_class else 0  # `self`, bound by the call
-
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        signature, rules_of = argument_rules(function)
-        try:
-            arguments = signature.bind_partial(*args[offset:], **kwargs).arguments
-        except TypeError:  # a call that does not fit the signature fails as it would unchecked
-            return function(*args, **kwargs)
-        for name, value in arguments.items():
-            if problem := violation(rules_of.get(name, ()), value):
-                raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
-        return function(*args, **kwargs)
-
-    if is_class:
-        taker.__init__ = checked
-        return taker
-    return checked  # type: ignore[return-value]
-
-
-@functools.lru_cache(maxsize=None)
-def argument_rules(function: Callable) -> tuple[inspect.Signature, Mapping[str, tuple[Rule, ...]]]:
-    """The signature of `function` without `self`, and the rules of each of its arguments that has any; read
-    at the first call, when every name its annotations use is defined."""
-    signature = inspect.signature(function)
-    parameters = [parameter for parameter in signature.parameters.values() if parameter.name != "self"]
-    return signature.replace(parameters=parameters), {
-        name: found for name, annotation in argument_annotations(function).items() if (found := rules(annotation))}
-
-
-def argument_annotations(function: Callable) -> dict[str, Any]:
-    """The annotation of each annotated argument of `function`, evaluated one by one: an annotation naming
-    what is imported only for type checkers stays its text, and the others still count."""
-    function = inspect.unwrap(function)
-    annotations = {}
-    for name, annotation in getattr(function, "__annotations__", {}).items():
-        if name == "return":
-            continue
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, function.__globals__)  # as typing.get_type_hints does
-            except Exception:
-                pass
-        annotations[name] = annotation
-    return annotations

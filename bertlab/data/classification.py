@@ -23,6 +23,7 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.config import SIZE_LIMITS
 from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import column_values, tokenize_dataset
@@ -32,7 +33,7 @@ from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers, checks_arguments
+from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers
 
 log = logging.getLogger("bertlab")
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression

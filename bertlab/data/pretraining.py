@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.data.batches import PretrainingCollator
 from bertlab.data.preprocessing import hold_out_validation, packed_sequences, read_documents, trained_tokenizer
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
@@ -24,7 +25,7 @@ from bertlab.data.sources import cache_folder, load_dataset_source
 from bertlab.errors import ConfigError, DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION
 from bertlab.tokenizer import WordPieceOptions, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Probability, SequenceLength, Workers, checks_arguments
+from bertlab.value_rules import Count, Probability, SequenceLength, Workers
 
 logger = logging.getLogger(__name__)
 

@@ -32,12 +32,13 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.data.batches import collate
 from bertlab.data.classification import SELECTION_SPLIT, ClassificationDataModule
 from bertlab.data.sources import SPLIT_NAMES, load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.span_decoding import OUTSIDE_CONTEXT
-from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers, checks_arguments
+from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers
 
 COLUMNS = ("id", "question", "context", "answers")
 TARGETS = ("start_positions", "end_positions")

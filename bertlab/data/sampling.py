@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 from torch.utils.data import DistributedSampler
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Count, checks_arguments
+from bertlab.value_rules import Count
 
 
 @checks_arguments

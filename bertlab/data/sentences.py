@@ -20,13 +20,14 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, SequenceLength, Workers, checks_arguments
+from bertlab.value_rules import Count, SequenceLength, Workers
 
 # A sentence ends at . ! or ? followed by white space and an upper-case letter or a quote.
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")

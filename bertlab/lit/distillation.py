@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule, labelled_rows
 from bertlab.data.encoding import column_values
@@ -41,7 +42,7 @@ from bertlab.model import BertForSequenceClassification
 from bertlab.teacher import folders as teacher_folders
 from bertlab.teacher.inference import autocast_dtype
 from bertlab.teacher.outputs import teacher_outputs, write_report
-from bertlab.value_rules import Dropout, NonNegative, Positive, Probability, checks_arguments
+from bertlab.value_rules import Dropout, NonNegative, Positive, Probability
 
 log = logging.getLogger("bertlab")
 

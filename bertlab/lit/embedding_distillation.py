@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
 from bertlab.flops import encoder_forward_flops
@@ -32,7 +33,7 @@ from bertlab.lit.task_data import task_data
 from bertlab.model import BertModel
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype
-from bertlab.value_rules import Count, Dropout, OneOf, checks_arguments
+from bertlab.value_rules import Count, Dropout, OneOf
 
 TEACHER_PRECISIONS = OneOf("32-true", "bf16-mixed", "16-mixed")  # or null: the run's
 

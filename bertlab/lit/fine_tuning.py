@@ -11,6 +11,7 @@ from typing import Annotated, Any, Callable
 
 import torch
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.flops import encoder_forward_flops
@@ -18,7 +19,7 @@ from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.saved_task import RecordsTask
 from bertlab.model import BertForSequenceClassification
-from bertlab.value_rules import Interval, checks_arguments
+from bertlab.value_rules import Interval
 
 LayerwiseDecay = Annotated[float, Interval("(0, 1]")]  # a layer's learning rate over the one above's
 

@@ -7,9 +7,10 @@ from typing import Any
 import lightning as L
 import torch
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.errors import BertlabError
 from bertlab.metrics import VALIDATION_PREFIXES
-from bertlab.value_rules import Count, checks_arguments
+from bertlab.value_rules import Count
 
 
 @checks_arguments

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.lit.masking import masking_generator
@@ -31,7 +32,7 @@ from bertlab.lit.pretraining import TRAIN_STREAM, PretrainingModule, checked_mod
 from bertlab.lit.relations import RELATIONS, check_relation_heads, masked_mse, relation_kl, relation_scores
 from bertlab.teacher.layer_states import LayerTeacher, read_attention_input
 from bertlab.tokenizer import load_tokenizer
-from bertlab.value_rules import Count, NonNegative, checks_arguments
+from bertlab.value_rules import Count, NonNegative
 
 MINILM_V2_RELATIONS = ("query-query", "key-key", "value-value")
 

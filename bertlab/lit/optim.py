@@ -16,8 +16,9 @@ from lightning.pytorch.utilities import GradClipAlgorithmType
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.value_rules import NON_NEGATIVE, Interval, OneOf, Probability, checks_arguments
+from bertlab.value_rules import NON_NEGATIVE, Interval, OneOf, Probability
 
 SCHEDULES = ("linear", "cosine", "constant")
 _ENCODER_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")

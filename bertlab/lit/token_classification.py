@@ -11,12 +11,13 @@ import lightning as L
 import torch
 import torch.distributed as dist
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.lit.fine_tuning import FineTuningModule, per_piece_forward_flops
 from bertlab.metrics import best_point, read_metrics, series
 from bertlab.model import IGNORE_INDEX, BertForTokenClassification
 from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS, entity_scores, tag_scheme
 from bertlab.tables import markdown_table, write_csv, write_markdown
-from bertlab.value_rules import OneOf, checks_arguments
+from bertlab.value_rules import OneOf
 
 ENTITY_PREFIX = "entity/"  # metrics.csv's per-type scores of the reported split: entity/<TYPE>/<column>
 TABLE_NAME = "entities"  # entities.csv and entities.md in the run folder

@@ -12,12 +12,13 @@ from hydra.utils import get_object
 from lightning.pytorch import Trainer
 from omegaconf import OmegaConf
 
+from bertlab.argument_checks import check_rules
 from bertlab.errors import ConfigError
 from bertlab.training.checks import combinations
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.checks.values import NOT_JUDGED, argument_declaration, declarations
 from bertlab.training.launch.schema import SCHEMAS
-from bertlab.value_rules import POSITIVE, OneOf, check_rules
+from bertlab.value_rules import POSITIVE, OneOf
 from tests.training.shipped_configs import composed_trees
 
 # Keys whose strings come from a fixed set: each must have its choices declared.

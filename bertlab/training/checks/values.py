@@ -25,11 +25,12 @@ from typing import Annotated, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.argument_checks import argument_annotations, check_rules, format_value
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.launch.schema import SCHEMAS, ModelSchema, TokenizerSchema
-from bertlab.value_rules import OneOf, Rule, argument_annotations, check_rules, format_value, metadata, rules
+from bertlab.value_rules import OneOf, Rule, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")

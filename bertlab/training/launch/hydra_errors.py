@@ -10,10 +10,10 @@ from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
+from bertlab.argument_checks import format_value
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.training.checks.extras import missing_plugin_message
 from bertlab.training.checks.run_folder_checks import check_output_folder
-from bertlab.value_rules import format_value
 
 AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*?)'")
 

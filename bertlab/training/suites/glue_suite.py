@@ -10,11 +10,11 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.argument_checks import format_value
 from bertlab.errors import ConfigError
 from bertlab.training.suites.glue import GLUE_CSV, finished, job_configs
 from bertlab.training.suites.glue_report import write_glue_table
 from bertlab.training.suites.sweeps import run_overrides
-from bertlab.value_rules import format_value
 
 
 def job_settings(overrides: list[str], folder_keys: set[str]) -> dict[str, Any]:

@@ -1,0 +1,81 @@
+"""A value refused where it enters, as a ConfigError that names it: a config key's before a run
+(`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
+decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
+the annotation of the argument declares (bertlab.value_rules).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from bertlab.errors import ConfigError
+from bertlab.value_rules import Rule, rules, violation
+
+
+def format_value(value: Any) -> str:
+    """A value as a message shows it: strings quoted, `trainer.precision='fp8'`."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
+    """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
+    if problem := violation(rules_, value):
+        raise ConfigError(f"{key}={format_value(value)}: {problem}")
+
+
+Taker = TypeVar("Taker", bound=Callable)
+
+
+def checks_arguments(taker: Taker) -> Taker:
+    """`taker`, a function or a class (its `__init__`), checking each argument it is called with against the
+    rules of that argument's annotation before it runs, as the checks before a run do for config values."""
+    is_class = inspect.isclass(taker)
+    function = taker.__init__ if is_class else taker
+    offset = 1 if is_class else 0  # `self`, bound by the call
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        signature, rules_of = argument_rules(function)
+        try:
+            arguments = signature.bind_partial(*args[offset:], **kwargs).arguments
+        except TypeError:  # a call that does not fit the signature fails as it would unchecked
+            return function(*args, **kwargs)
+        for name, value in arguments.items():
+            if problem := violation(rules_of.get(name, ()), value):
+                raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
+        return function(*args, **kwargs)
+
+    if is_class:
+        taker.__init__ = checked
+        return taker
+    return checked  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=None)
+def argument_rules(function: Callable) -> tuple[inspect.Signature, Mapping[str, tuple[Rule, ...]]]:
+    """The signature of `function` without `self`, and the rules of each of its arguments that has any; read
+    at the first call, when every name its annotations use is defined."""
+    signature = inspect.signature(function)
+    parameters = [parameter for parameter in signature.parameters.values() if parameter.name != "self"]
+    return signature.replace(parameters=parameters), {
+        name: found for name, annotation in argument_annotations(function).items() if (found := rules(annotation))}
+
+
+def argument_annotations(function: Callable) -> dict[str, Any]:
+    """The annotation of each annotated argument of `function`, evaluated one by one: an annotation naming
+    what is imported only for type checkers stays its text, and the others still count."""
+    function = inspect.unwrap(function)
+    annotations = {}
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        if name == "return":
+            continue
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, function.__globals__)  # as typing.get_type_hints does
+            except Exception:
+                pass
+        annotations[name] = annotation
+    return annotations

@@ -1,0 +1,66 @@
+"""A value refused where it enters (bertlab.argument_checks): every argument of the package's API that declares a
+rule refuses a value outside it when Python code passes one, in one line that names the taker, the argument and
+the value."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+from typing import Any
+
+import pytest
+
+import bertlab
+from bertlab.argument_checks import argument_annotations, format_value
+from bertlab.config import BertConfig
+from bertlab.errors import ConfigError
+from bertlab.value_rules import OneOf, rules
+
+
+def ruled_arguments() -> list[tuple[Any, str, tuple]]:
+    """(taker, argument, its rules) for each argument with rules of a function or class of the package. Left out:
+    Hydra's schemas (the checks before a run read them, nobody calls them) and the modelling code an export
+    folder carries (bertlab.checkpoint.remote_code, imported from that folder)."""
+    found = []
+    for module_info in pkgutil.walk_packages(bertlab.__path__, "bertlab."):
+        if module_info.name.endswith("__main__") or module_info.name.startswith(("bertlab.training.launch.schema",
+                                                                                  "bertlab.checkpoint.remote_code")):
+            continue
+        module = importlib.import_module(module_info.name)
+        for item in vars(module).values():
+            if getattr(item, "__module__", None) != module.__name__:
+                continue
+            function = vars(item).get("__init__") if inspect.isclass(item) else item
+            if not inspect.isfunction(function):
+                continue
+            found += [(item, name, rules(annotation)) for name, annotation in argument_annotations(function).items()
+                      if rules(annotation)]
+    return found
+
+
+def outside(rule) -> Any:
+    if isinstance(rule, OneOf):
+        return "surely-not-a-choice"
+    low, high = (float(bound) for bound in rule.bounds[1:-1].split(","))
+    return low - 1 if math.isfinite(low) else high + 1
+
+
+RULED = [(taker, name, rules_) for taker, name, rules_ in ruled_arguments()
+         if taker is not BertConfig]  # it words its refusals as a model config: test_config
+
+
+def test_the_package_declares_rules_on_the_arguments_of_its_api():
+    takers = {taker.__name__ for taker, _, _ in RULED}
+    assert {"warmup_schedule", "PretrainingModule", "ClassificationDataModule", "TransferSettings"} <= takers
+
+
+@pytest.mark.parametrize("taker, name, rules_", RULED, ids=[f"{taker.__name__}.{name}" for taker, name, _ in RULED])
+def test_every_ruled_argument_is_refused_when_python_code_passes_a_value_outside_its_rule(taker, name, rules_):
+    """The checks before a run refuse a bad config value; the same value passed by a user's own code is
+    refused the same way, before the taker runs (its other arguments are not even given)."""
+    value = outside(rules_[0])
+    with pytest.raises(ConfigError, match=re.escape(f"{taker.__qualname__}({name}={format_value(value)}): must be")):
+        taker(**{name: value})
