@@ -37,7 +37,7 @@ from bertlab.data.sources import load_dataset_source, read_text_lines, require_c
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Interval
+from bertlab.value_rules import Count, Interval, Probability
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"
@@ -61,16 +61,10 @@ class Probabilities:
     ngram: float = 0.25
     max_ngram: int = 5
 
-    def __post_init__(self) -> None:
-        for name in ("mask", "replace", "ngram"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ConfigError(f"p_{name} must be a probability in [0, 1], got {value!r}")
+    def __post_init__(self) -> None:  # each value's range is checked where augment takes it
         if self.mask + self.replace > 1.0:
             raise ConfigError(f"p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), "
                               f"got {self.mask} + {self.replace}")
-        if not isinstance(self.max_ngram, int) or self.max_ngram < 1:
-            raise ConfigError(f"max_ngram must be an integer >= 1, got {self.max_ngram!r}")
 
 
 @checks_arguments
@@ -168,15 +162,15 @@ class MaskedLM:
         return [row_ids[row_scores > -math.inf].tolist() for row_scores, row_ids in zip(scores.cpu(), ids.cpu())]
 
 
-def augment(examples: Sequence[Sequence[str]], copies: int, seed: int,
-            masked_lm: MaskedLM | str | os.PathLike | None = None, *, p_mask: float = 0.1, p_replace: float = 0.2,
-            p_ngram: float = 0.25, max_ngram: int = 5) -> list[Example]:
+@checks_arguments
+def augment(examples: Sequence[Sequence[str]], copies: Annotated[int, Interval("[0, inf)", whole=True)], seed: int,
+            masked_lm: MaskedLM | str | os.PathLike | None = None, *, p_mask: Probability = 0.1,
+            p_replace: Probability = 0.2, p_ngram: Probability = 0.25,
+            max_ngram: Annotated[int, Interval("[1, inf)", whole=True)] = 5) -> list[Example]:
     """Up to `copies` augmented copies of each example (a tuple of one text, or two for a sentence
     pair), in example order, the same for the same seed. `masked_lm`, a MaskedLM or a BertForMaskedLM
     folder, does the replacing; without one, words are only masked and cut to n-grams."""
     probabilities = Probabilities(p_mask, p_replace, p_ngram, max_ngram)
-    if not isinstance(copies, int) or copies < 0:
-        raise ConfigError(f"copies must be an integer >= 0 (augmented copies per example), got {copies!r}")
     started = time.perf_counter()
     words = [_words(example, index) for index, example in enumerate(examples)]
     rng = random.Random(seed)

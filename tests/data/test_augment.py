@@ -192,12 +192,12 @@ def test_a_masked_lm_folder_is_read_by_path_and_a_classifier_is_refused(masked_l
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"p_mask": -0.1}, "p_mask must be a probability"),
-    ({"p_replace": 1.5}, "p_replace must be a probability"),
-    ({"p_ngram": math.nan}, "p_ngram must be a probability"),
+    ({"p_mask": -0.1}, r"augment\(p_mask=-0.1\): must be in \[0, 1\]"),
+    ({"p_replace": 1.5}, r"augment\(p_replace=1.5\): must be in \[0, 1\]"),
+    ({"p_ngram": math.nan}, r"augment\(p_ngram=nan\): must be in \[0, 1\]"),
     ({"p_mask": 0.6, "p_replace": 0.6}, "p_mask \\+ p_replace must be at most 1"),
-    ({"max_ngram": 0}, "max_ngram must be an integer >= 1"),
-    ({"copies": -1}, "copies must be an integer >= 0"),
+    ({"max_ngram": 0}, r"augment\(max_ngram=0\): must be in \[1, inf\)"),
+    ({"copies": -1}, r"augment\(copies=-1\): must be in \[0, inf\)"),
 ])
 def test_bad_settings_are_one_line_errors(settings, message):
     arguments = {"copies": 2, **settings}
