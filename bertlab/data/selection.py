@@ -22,21 +22,21 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Annotated
 
 import numpy as np
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.errors import ConfigError
+from bertlab.value_rules import Count, Interval
 
 REGRESSION_BINS = 10
 
 
-def selection_size(rows: int, fraction: float, max_rows: int) -> int:
+@checks_arguments
+def selection_size(rows: int, fraction: Annotated[float, Interval("(0, 1)")], max_rows: Count) -> int:
     """How many of `rows` training rows the selection split takes: `fraction` of them, at most `max_rows`,
     at least one, and never all."""
-    if not 0 < fraction < 1:
-        raise ConfigError(f"data.selection_fraction must be in (0, 1) (or 0: no selection split), got {fraction}")
-    if max_rows < 1:
-        raise ConfigError(f"data.selection_max_rows must be >= 1, got {max_rows}")
     if rows < 2:
         raise ConfigError(f"data.selection_fraction={fraction}: the training split has {rows} row(s); a selection "
                           f"split needs at least 2 to leave one for training")

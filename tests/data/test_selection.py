@@ -37,8 +37,8 @@ def test_the_selection_split_takes_five_percent_capped_at_a_thousand_rows(rows, 
 
 
 @pytest.mark.parametrize("fraction, max_rows, rows, message", [
-    (1.0, 1000, 100, "data.selection_fraction must be in (0, 1)"),
-    (0.05, 0, 100, "data.selection_max_rows must be >= 1, got 0"),
+    (1.0, 1000, 100, "selection_size(fraction=1.0): must be in (0, 1)"),
+    (0.05, 0, 100, "selection_size(max_rows=0): must be in "),
     (0.05, 1000, 1, "the training split has 1 row(s); a selection split needs at least 2"),
 ])
 def test_an_impossible_selection_split_is_refused_naming_its_key(fraction, max_rows, rows, message):
