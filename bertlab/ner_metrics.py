@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Annotated
 
 from seqeval.metrics import classification_report
 from seqeval.scheme import BILOU, IOB2, IOBES
 
+from bertlab.argument_checks import checks_arguments
 from bertlab.errors import ConfigError, DataError
+from bertlab.value_rules import OneOf
 
 SCORINGS = ("conlleval", "strict")
 OUTSIDE = "O"
@@ -65,12 +68,12 @@ def check_iob_use(rows: Sequence[Sequence[str]], where: str) -> None:
                             f"row {iob2[0]} with {iob2[1]!r} (IOB2); convert the data to one (IOB2: B- opens each)")
 
 
-def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], scoring: str = "conlleval",
+@checks_arguments
+def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
+                  scoring: Annotated[str, OneOf(*SCORINGS)] = "conlleval",
                   scheme: str = "IOB2") -> tuple[dict[str, float], list[dict[str, float | str]]]:
     """({precision, recall, f1}: micro over the entities, [per type: TYPE_COLUMNS]) of predicted tag rows
     against the gold ones; `scheme` is read in `strict` scoring only."""
-    if scoring not in SCORINGS:
-        raise ConfigError(f"task.scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
     strict = {"mode": "strict", "scheme": SCHEMES[scheme][1]} if scoring == "strict" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy's mean of no types, where no entity is found

@@ -54,5 +54,5 @@ def test_rows_of_iob1_beside_iob2_are_refused_naming_both_rows():
 
 
 def test_an_unknown_scoring_is_refused():
-    with pytest.raises(ConfigError, match="task.scoring must be one of conlleval, strict"):
+    with pytest.raises(ConfigError, match=r"entity_scores\(scoring='loose'\): must be one of conlleval, strict"):
         entity_scores(GOLD, GOLD, "loose")
