@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from itertools import chain
 from typing import Annotated, Any
 
-from bertlab.errors import CheckpointError, ConfigError
+from bertlab.errors import ConfigError
 from bertlab.value_rules import (Dropout, Interval, OneOf, Size, base_types, field_annotations, field_problems,
                                  rules)
 
@@ -32,7 +32,6 @@ VARIANT_KEYS = ("rope_theta", "local_rope_theta", "norm_position", "first_attent
                 "classifier_pooling")
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
-CONFIG_NAME = "config.json"
 RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual",
                     "output_attentions", "output_hidden_states")
 # The sizes' upper limits (their annotations) are far above any published BERT: a config.json is untrusted
@@ -234,16 +233,10 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
-        """BertConfig's own config.json (`model_type: bert`, as `to_json_string` writes it), or a folder's.
-        A checkpoint folder in another format is read by bertlab.checkpoint.dispatch.read_config."""
-        path, values = read_config_file(path)
-        if values.get("model_type", "bert") != "bert":
-            raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert' here "
-                                  f"(read other checkpoint formats with bertlab.checkpoint.dispatch.read_config)")
-        try:
-            return cls.from_dict(values)
-        except ConfigError as error:
-            raise CheckpointError(f"{path}: {error}") from None
+        """BertConfig's own config.json (`model_type: bert`, as `to_json_string` writes it), or a folder's;
+        another format is refused. Reading checkpoint files is bertlab.checkpoint.dispatch's (`read_config` reads
+        any format), imported by name as bertlab.model imports it: a remote-code export carries this module."""
+        return importlib.import_module("bertlab.checkpoint.dispatch").read_bert_config(path)
 
     def to_json_string(self, architecture: str | None = None) -> str:
         """config.json text. Runtime switches are choices of a run, not properties of the weights. A
@@ -254,22 +247,6 @@ class BertConfig:
         if architecture is not None:
             values["architectures"] = [architecture]
         return json.dumps(values, indent=2, sort_keys=True) + "\n"
-
-
-def read_config_file(path: str | os.PathLike) -> tuple[Path, dict[str, Any]]:
-    """A config.json's path (a folder's, for a folder) and its JSON object."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CONFIG_NAME
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such file; a checkpoint directory needs a {CONFIG_NAME}")
-    try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"{path}: malformed JSON ({error})") from None
-    if not isinstance(values, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
-    return path, values
 
 
 # The sizes' upper limits, from their annotations: what other groups of a run take of them (vocab_size, num_labels).

@@ -6,11 +6,13 @@ fit; `export_pretrained` writes a model and its tokenizer whole."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import shutil
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import torch
 from safetensors import SafetensorError
@@ -19,17 +21,33 @@ from tokenizers import Tokenizer
 
 from bertlab.checkpoint import bert, modernbert, remote_code
 from bertlab.checkpoint.fitting import LoadReport, fit_state
-from bertlab.config import CONFIG_NAME, BertConfig, read_config_file
+from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.files import write_atomically
 from bertlab.tokenizer import save_tokenizer
 
-WEIGHTS_NAME = "model.safetensors"
+CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 # Each format module has MODEL_TYPE, TOKENIZER_INPUT_NAMES, detect, saves, config_values, config_text,
 # to_state and from_state. Saving takes the first that saves the model: ModernBERT's and BERT's classes
 # in transformers before the model's own code.
 FORMATS = (modernbert, bert, remote_code)
 log = logging.getLogger("bertlab")
+
+
+def read_config_file(path: str | os.PathLike) -> tuple[Path, dict[str, Any]]:
+    """A config.json's path (a folder's, for a folder) and its JSON object."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CONFIG_NAME
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such file; a checkpoint directory needs a {CONFIG_NAME}")
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{path}: malformed JSON ({error})") from None
+    if not isinstance(values, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(values).__name__}")
+    return path, values
 
 
 def folder_format(path: str | os.PathLike) -> tuple[ModuleType, Path, dict]:
@@ -45,8 +63,22 @@ def folder_format(path: str | os.PathLike) -> tuple[ModuleType, Path, dict]:
 def read_config(path: str | os.PathLike) -> BertConfig:
     """The BertConfig of a checkpoint folder (or of its config.json), in any of bertlab's formats."""
     form, path, values = folder_format(path)
+    return _checked_config(path, form.config_values(values))
+
+
+def read_bert_config(path: str | os.PathLike) -> BertConfig:
+    """BertConfig.from_json_file: the BertConfig of a config.json in BERT's format (or of a folder's), the
+    format BertConfig writes; any other is refused."""
+    path, values = read_config_file(path)
+    if not bert.detect(values):
+        raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert' here "
+                              f"(read other checkpoint formats with bertlab.checkpoint.dispatch.read_config)")
+    return _checked_config(path, bert.config_values(values))
+
+
+def _checked_config(path: Path, values: dict[str, Any]) -> BertConfig:
     try:
-        return BertConfig.from_dict(form.config_values(values))
+        return BertConfig.from_dict(values)
     except ConfigError as error:
         raise CheckpointError(f"{path}: {error}") from None
 

@@ -9,8 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bertlab.checkpoint.dispatch import WEIGHTS_NAME
-from bertlab.config import CONFIG_NAME
+from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME
 from bertlab.errors import ConfigError, UsageError
 from bertlab.training.checks.run_folder_checks import check_output_folder
 from bertlab.training.checks.weights_fit import ALLOW_FLAG

@@ -18,8 +18,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from bertlab.checkpoint.dispatch import WEIGHTS_NAME
-from bertlab.config import CONFIG_NAME
+from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME
 from bertlab.data import cache_entries
 from bertlab.data.sources import content_hash
 from bertlab.files import write_atomically

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from safetensors import SafetensorError, safe_open
 
-from bertlab.checkpoint.dispatch import WEIGHTS_NAME, read_config
-from bertlab.config import CONFIG_NAME, BertConfig
+from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME, read_config
+from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
 
 

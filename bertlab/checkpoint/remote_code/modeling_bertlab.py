@@ -26,7 +26,6 @@ class BertlabConfig(PretrainedConfig):
 class BertlabPreTrainedModel(PreTrainedModel):
     config_class = BertlabConfig
     base_model_prefix = "bert"
-    bertlab_class = BertModel
 
     def __init__(self, config: BertlabConfig):
         super().__init__(config)
