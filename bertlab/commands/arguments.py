@@ -77,13 +77,11 @@ def check_output(option: str, path: Path, overwrite: bool, writes: Sequence[str]
     `overwrite`. `writes`: the files the command puts into the folder `path`, of which none may exist yet;
     None: `path` receives a whole model export (bertlab.checkpoint.dispatch.export_pretrained), which replaces the
     folder, so it must be empty; `path` is a file the command writes when `writes` is ()."""
-    check_output_folder(path.parent if writes == () else path, f"with {option}")
+    check_output_folder(path.parent if writes == () else path, f"with {option}")  # a file where a folder goes, too
     if overwrite or not path.exists():
         return
     if writes == ():
         held = [path.name]
-    elif path.is_file():
-        raise ConfigError(f"{option} {path}: is a file; expected a folder")
     elif writes is None:
         model = [name for name in (CONFIG_NAME, WEIGHTS_NAME) if (path / name).exists()]
         held = model or sorted(child.name for child in path.iterdir())[:3]
