@@ -11,8 +11,8 @@ from typing import NoReturn
 
 from bertlab.checkpoint.dispatch import WEIGHTS_NAME
 from bertlab.config import CONFIG_NAME
-from bertlab.errors import ConfigError, UsageError
-from bertlab.training.checks.run_folder_checks import check_output_folder
+from bertlab.errors import UsageError
+from bertlab.training.checks.run_folder_checks import check_holds_nothing, check_output_folder
 from bertlab.training.checks.weights_fit import ALLOW_FLAG
 from bertlab.training.run.run_folder import HF_MODEL
 
@@ -87,11 +87,9 @@ def check_output(option: str, path: Path, overwrite: bool, writes: Sequence[str]
         held = model or sorted(child.name for child in path.iterdir())[:3]
     else:
         held = [name for name in writes if (path / name).exists()]
-    if held:
-        what = "a model" if writes is None and (path / CONFIG_NAME).exists() else "results"
-        raise ConfigError(f"{option} {path} already holds {what} ({', '.join(held)}); choose a new "
-                          f"{'file' if writes == () else 'folder'}, or add {OVERWRITE_FLAG} to replace "
-                          f"{'it' if writes == () else 'them'}")
+    what = "a model" if writes is None and (path / CONFIG_NAME).exists() else "results"
+    check_holds_nothing(f"{option} {path}", held, what, "file" if writes == () else "folder",
+                        f"add {OVERWRITE_FLAG} to replace {'it' if writes == () else 'them'}")
 
 
 # The labelled data options' values where neither the command line nor the checkpoint's run gives one.
