@@ -17,7 +17,7 @@ import bertlab
 from bertlab.argument_checks import argument_annotations, format_value
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.value_rules import OneOf, rules
+from bertlab.value_rules import OneOf, SomeOf, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
@@ -44,6 +44,8 @@ def ruled_arguments() -> list[tuple[Any, str, tuple]]:
 def outside(rule) -> Any:
     if isinstance(rule, OneOf):
         return "surely-not-a-choice"
+    if isinstance(rule, SomeOf):
+        return [rule[0], "surely-not-a-choice"]
     low, high = (float(bound) for bound in rule.bounds[1:-1].split(","))
     return low - 1 if math.isfinite(low) else high + 1
 
