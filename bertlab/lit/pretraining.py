@@ -20,7 +20,7 @@ from torch import nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
@@ -253,8 +253,9 @@ def plain_text_set(trainer) -> str:
 def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int) -> BertConfig:
     """A pretraining module's BertConfig (checkpoints store it as a dict), once its mask token is known to fit."""
     model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
-    if not 0 <= mask_token_id < model_config.vocab_size:
-        raise ConfigError(f"mask_token_id {mask_token_id} is outside the vocabulary (size {model_config.vocab_size})")
+    size = model_config.vocab_size
+    check_rules("mask_token_id", mask_token_id, [Interval(f"[0, {size})", whole=True,
+                                                          says=f"a token of the vocabulary (ids 0 to {size - 1})")])
     return model_config
 
 
