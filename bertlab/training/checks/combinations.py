@@ -40,6 +40,15 @@ def embedding_student(config: DictConfig) -> str | None:
     return None
 
 
+def classifier_tokenizer(config: DictConfig) -> str | None:
+    """A classifier from scratch reads its vocabulary from `data.tokenizer` (a checkpoint's folder is checked by
+    bertlab.training.checks.requirements)."""
+    if config.get("command") == "fine-tune" and not OmegaConf.select(config, "data.tokenizer", default=None):
+        return ("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a checkpoint folder), or "
+                "start from a checkpoint with model.init_from=…")
+    return None
+
+
 def copy_pairs(config: DictConfig) -> str | None:
     copy_pair_prob = OmegaConf.select(config, "data.copy_pair_prob", default=None)
     if copy_pair_prob and OmegaConf.select(config, "task.nsp", default=False):
@@ -77,7 +86,7 @@ def token_task(config: DictConfig) -> str | None:
     return None
 
 
-RULES = (transfer, embedding_student, copy_pairs, compile_mode, token_task)  # between the keys of the groups
+RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)  # between the keys of the groups
 
 
 def check(config: DictConfig, rules: Sequence[Callable[[DictConfig], str | None]] = RULES) -> None:
