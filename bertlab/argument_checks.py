@@ -26,6 +26,15 @@ def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
         raise ConfigError(f"{key}={format_value(value)}: {problem}")
 
 
+def check_shares(shares: Mapping[str, float], outcomes: str) -> None:
+    """ConfigError when `shares`, the probabilities of the exclusive outcomes of one draw (`outcomes` says which),
+    add up to more than 1: `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 +
+    0.5`. Each share's own range is its annotation's."""
+    if sum(shares.values()) > 1:
+        raise ConfigError(f"{' + '.join(shares)} must be at most 1 ({outcomes}), "
+                          f"got {' + '.join(map(str, shares.values()))}")
+
+
 Taker = TypeVar("Taker", bound=Callable)
 
 

@@ -20,7 +20,7 @@ from torch import nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from bertlab.argument_checks import check_rules, checks_arguments
+from bertlab.argument_checks import check_rules, check_shares, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
@@ -68,6 +68,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
                  unigram_output_bias: bool = True, dropout: Dropout | None = None, static_masking: bool = False,
                  compile_mode: Annotated[str, OneOf(*COMPILE_MODES)] | None = None):
         super().__init__()
+        check_shares({"mask_replace_prob": mask_replace_prob, "random_replace_prob": random_replace_prob},
+                     "a chosen token is masked, replaced or kept")
         model_config = checked_model_config(config, mask_token_id)
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
         config = model_config.to_dict()
