@@ -1,7 +1,9 @@
 """A value refused where it enters, as a ConfigError that names it: a config key's before a run
 (`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
 decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
-the annotation of the argument declares (bertlab.value_rules).
+the annotation of the argument declares (bertlab.value_rules); where a bound is known only at run time (a
+teacher's layers), `check_rules` takes the Interval made then. `check_shares`: probabilities of one draw's
+outcomes that add up to more than 1.
 """
 
 from __future__ import annotations
