@@ -1,7 +1,9 @@
 """A value refused where it enters, as a ConfigError that names it: a config key's before a run
 (`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
 decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
-the annotation of the argument declares (bertlab.value_rules).
+the annotation of the argument declares (bertlab.value_rules); where a bound is known only at run time (a
+teacher's layers), `check_rules` takes the Interval made then. `check_shares`: probabilities of one draw's
+outcomes that add up to more than 1.
 """
 
 from __future__ import annotations
@@ -24,6 +26,15 @@ def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
     """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
     if problem := violation(rules_, value):
         raise ConfigError(f"{key}={format_value(value)}: {problem}")
+
+
+def check_shares(shares: Mapping[str, float], outcomes: str) -> None:
+    """ConfigError when `shares`, the probabilities of the exclusive outcomes of one draw (`outcomes` says which),
+    add up to more than 1: `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 +
+    0.5`. Each share's own range is its annotation's."""
+    if sum(shares.values()) > 1:
+        raise ConfigError(f"{' + '.join(shares)} must be at most 1 ({outcomes}), "
+                          f"got {' + '.join(map(str, shares.values()))}")
 
 
 Taker = TypeVar("Taker", bound=Callable)

@@ -6,7 +6,7 @@ import dataclasses
 import importlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Annotated, Any
@@ -103,21 +103,17 @@ class BertConfig:
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        try:
-            if self.id2label is not None:
-                self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
-                self.num_labels = len(self.id2label)
-            if self.label2id is not None:
-                self.label2id = {str(k): int(v) for k, v in self.label2id.items()}
-        except (AttributeError, TypeError, ValueError):
-            raise ConfigError(f"model config: id2label must map integer ids to names and label2id names "
-                              f"to integer ids, got {self.id2label!r} and {self.label2id!r}") from None
-        try:  # JSON keys are strings
-            self.pruned_heads = {int(layer): sorted({int(head) for head in heads})
-                                 for layer, heads in self.pruned_heads.items() if heads}
-        except (AttributeError, TypeError, ValueError):
-            raise ConfigError(f"model config: pruned_heads must map layer indices to lists of head indices, "
-                              f"got {self.pruned_heads!r}") from None
+        # JSON keys are strings
+        if self.id2label is not None:
+            self.id2label = mapped("id2label", self.id2label, "integer ids to names",
+                                   lambda pairs: {int(k): str(v) for k, v in pairs})
+            self.num_labels = len(self.id2label)
+        if self.label2id is not None:
+            self.label2id = mapped("label2id", self.label2id, "names to integer ids",
+                                   lambda pairs: {str(k): int(v) for k, v in pairs})
+        self.pruned_heads = mapped("pruned_heads", self.pruned_heads, "layer indices to lists of head indices",
+                                   lambda pairs: {int(layer): sorted({int(head) for head in heads})
+                                                  for layer, heads in pairs if heads})
         self.validate()
 
     def validate(self) -> None:
@@ -252,6 +248,15 @@ class BertConfig:
 # The sizes' upper limits, from their annotations: what other groups of a run take of them (vocab_size, num_labels).
 SIZE_LIMITS = {name: rule.limit for name, annotation in field_annotations(BertConfig).items()
                for rule in rules(annotation) if isinstance(rule, Size)}
+
+
+def mapped(name: str, value: Any, expected: str, convert: Callable[[Any], dict]) -> dict:
+    """The mapping field `name`, its (key, value) pairs converted by `convert`, or a model config's refusal
+    saying what it must map (`expected`)."""
+    try:
+        return convert(value.items())
+    except (AttributeError, TypeError, ValueError):
+        raise ConfigError(f"model config: {name} must map {expected}, got {value!r}") from None
 
 
 def field_message(name: str, value: Any, rule: Any, problem: str) -> str:

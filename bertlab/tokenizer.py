@@ -18,9 +18,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.value_rules import Count, base_types, field_annotations, is_of
+from bertlab.value_rules import Count, Interval, base_types, field_annotations, is_of
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")
@@ -75,8 +75,8 @@ def train_tokenizer(
     """
     options = WordPieceOptions(lowercase, strip_accents, tokenize_chinese_chars, never_split, max_input_chars_per_word)
     reserved = len(SPECIAL_TOKENS) + len(options.never_split)
-    if vocab_size <= reserved:
-        raise ConfigError(f"vocab_size must exceed the {reserved} special and never-split tokens, got {vocab_size}")
+    check_rules("vocab_size", vocab_size, [Interval(f"({reserved}, inf)", whole=True,
+                                                    says=f"more than the {reserved} special and never-split tokens")])
     if iter(texts) is texts:
         texts = list(texts)
     tokenizer = _bert_tokenizer(options=options)

@@ -10,7 +10,8 @@ and words its own refusal.
 
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
-numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)").
+numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
+each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -52,6 +53,17 @@ class OneOf(tuple):
         return None if value in self else f"must be one of {', '.join(map(str, self))}"
 
 
+class SomeOf(tuple):
+    """The choices of each item of a list value: `SomeOf("query-query", "key-key")`."""
+
+    def __new__(cls, *choices: Any) -> SomeOf:
+        return super().__new__(cls, choices)
+
+    def violation(self, value: Any) -> str | None:
+        items = [value] if isinstance(value, str) or not isinstance(value, Iterable) else value
+        return None if all(item in self for item in items) else f"must be some of {', '.join(map(str, self))}"
+
+
 @dataclass(frozen=True)
 class Size:
     """A size a file may ask for, which bertlab must not allocate blindly: a whole number from 1 (or 0, where
@@ -65,7 +77,7 @@ class Size:
         return f"is {value:,}; bertlab accepts at most {self.limit:,}" if value > self.limit else None
 
 
-Rule = Interval | OneOf | Size
+Rule = Interval | OneOf | SomeOf | Size
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
 Probability = Annotated[float, PROBABILITY]
@@ -86,7 +98,7 @@ def metadata(annotation: Any) -> list:
 
 
 def rules(annotation: Any) -> tuple[Rule, ...]:
-    return tuple(item for item in metadata(annotation) if isinstance(item, (Interval, OneOf, Size)))
+    return tuple(item for item in metadata(annotation) if isinstance(item, (Interval, OneOf, SomeOf, Size)))
 
 
 def violation(rules_: Sequence[Rule], value: Any) -> str | None:

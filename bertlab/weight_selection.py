@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import torch
 
+from bertlab.argument_checks import check_rules
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
+from bertlab.value_rules import Interval
 
 # What each dimension of a tensor indexes: "hidden" (the residual stream), "heads" (the attention's
 # concatenated head dimensions), "ffn" (the feed-forward neurons), or None (kept whole).
@@ -59,8 +61,7 @@ def smaller_config(source: BertConfig, *, layers: int, hidden: int, heads: int, 
     source_head = source.head_size
     for name, value, limit in (("layers", layers, source.num_hidden_layers), ("hidden", hidden, source.hidden_size),
                                ("intermediate", intermediate, source.intermediate_size)):
-        if not 1 <= value <= limit:
-            raise ConfigError(f"{name}={value}: expected 1 to the source model's {limit}")
+        check_rules(name, value, [Interval(f"[1, {limit}]", whole=True, says=f"from 1 to the source model's {limit}")])
     if heads < 1 or hidden % heads or (hidden // heads) % source_head:
         raise ConfigError(f"hidden={hidden}, heads={heads}: each head must be a whole number of the source's "
                           f"{source_head}-wide heads (hidden / heads a multiple of {source_head})")

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 import bertlab
-from bertlab.argument_checks import argument_annotations, format_value
+from bertlab.argument_checks import argument_annotations, check_shares, format_value
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.value_rules import OneOf, rules
+from bertlab.value_rules import OneOf, SomeOf, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
@@ -44,6 +44,8 @@ def ruled_arguments() -> list[tuple[Any, str, tuple]]:
 def outside(rule) -> Any:
     if isinstance(rule, OneOf):
         return "surely-not-a-choice"
+    if isinstance(rule, SomeOf):
+        return [rule[0], "surely-not-a-choice"]
     low, high = (float(bound) for bound in rule.bounds[1:-1].split(","))
     return low - 1 if math.isfinite(low) else high + 1
 
@@ -64,3 +66,10 @@ def test_every_ruled_argument_is_refused_when_python_code_passes_a_value_outside
     value = outside(rules_[0])
     with pytest.raises(ConfigError, match=re.escape(f"{taker.__qualname__}({name}={format_value(value)}): must be")):
         taker(**{name: value})
+
+
+def test_the_shares_of_one_draw_add_up_to_at_most_one():
+    check_shares({"p_mask": 0.4, "p_replace": 0.6}, "each word is masked, replaced or kept")
+    with pytest.raises(ConfigError, match=re.escape("p_mask + p_replace must be at most 1 (each word is masked, "
+                                                    "replaced or kept), got 0.5 + 0.6")):
+        check_shares({"p_mask": 0.5, "p_replace": 0.6}, "each word is masked, replaced or kept")

@@ -112,7 +112,7 @@ def test_vocab_txt_follows_tokenizer_config_casing(tmp_path):
 def test_training_needs_words_and_room_for_them():
     with pytest.raises(DataError, match="no words"):
         train_tokenizer(["", "   "], vocab_size=100)
-    with pytest.raises(ConfigError, match="vocab_size"):
+    with pytest.raises(ConfigError, match="vocab_size=5: must be more than the 5 special and never-split tokens"):
         train_tokenizer(TRAINING_TEXTS, vocab_size=5)
 
 

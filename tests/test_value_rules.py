@@ -8,7 +8,7 @@ from typing import Annotated
 
 import pytest
 
-from bertlab.value_rules import COUNT, Count, Interval, OneOf, Size, field_problems, metadata, rules
+from bertlab.value_rules import COUNT, Count, Interval, OneOf, Size, SomeOf, field_problems, metadata, rules
 
 
 @pytest.mark.parametrize("rule, value, problem", [
@@ -16,6 +16,8 @@ from bertlab.value_rules import COUNT, Count, Interval, OneOf, Size, field_probl
     (Interval("[0, 1)"), 1.0, "must be in [0, 1)"), (Interval("[0, 1)"), 0, None),
     (Interval("[-1, inf)"), -2, "must be in [-1, inf)"), (Interval("[1, inf)"), float("nan"), "must be in [1, inf)"),
     (OneOf("min", "max"), "mean", "must be one of min, max"), (OneOf("min", "max"), "max", None),
+    (SomeOf("a", "b"), ["b", "c"], "must be some of a, b"), (SomeOf("a", "b"), ["b", "a"], None),
+    (SomeOf("a"), [], None), (SomeOf("a", "b"), "c", "must be some of a, b"),
     (Interval("(0, 1)"), "abc", "must be a number in (0, 1)"), (Interval("[1, inf)"), True, "must be a number in [1, inf)"),
 ])
 def test_a_rule_refuses_what_lies_outside_it(rule, value, problem):

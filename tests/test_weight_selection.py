@@ -85,7 +85,7 @@ def test_the_residual_dimensions_kept_have_the_largest_layer_norm_scales(source)
 
 
 @pytest.mark.parametrize("sizes, message", [
-    (dict(layers=4, hidden=32, heads=4, intermediate=64), "layers=4: expected 1 to the source model's 3"),
+    (dict(layers=4, hidden=32, heads=4, intermediate=64), "layers=4: must be from 1 to the source model's 3"),
     (dict(layers=2, hidden=24, heads=2, intermediate=64), "multiple of 8"),
     (dict(layers=2, hidden=32, heads=4, intermediate=65), "intermediate=65"),
 ])

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME
-from bertlab.errors import ConfigError, UsageError
-from bertlab.training.checks.run_folder_checks import check_output_folder
+from bertlab.errors import UsageError
+from bertlab.training.checks.run_folder_checks import check_holds_nothing, check_output_folder
 from bertlab.training.checks.weights_fit import ALLOW_FLAG
 from bertlab.training.run.run_folder import HF_MODEL
 
@@ -76,23 +76,19 @@ def check_output(option: str, path: Path, overwrite: bool, writes: Sequence[str]
     `overwrite`. `writes`: the files the command puts into the folder `path`, of which none may exist yet;
     None: `path` receives a whole model export (bertlab.checkpoint.dispatch.export_pretrained), which replaces the
     folder, so it must be empty; `path` is a file the command writes when `writes` is ()."""
-    check_output_folder(path.parent if writes == () else path, f"with {option}")
+    check_output_folder(path.parent if writes == () else path, f"with {option}")  # a file where a folder goes, too
     if overwrite or not path.exists():
         return
     if writes == ():
         held = [path.name]
-    elif path.is_file():
-        raise ConfigError(f"{option} {path}: is a file; expected a folder")
     elif writes is None:
         model = [name for name in (CONFIG_NAME, WEIGHTS_NAME) if (path / name).exists()]
         held = model or sorted(child.name for child in path.iterdir())[:3]
     else:
         held = [name for name in writes if (path / name).exists()]
-    if held:
-        what = "a model" if writes is None and (path / CONFIG_NAME).exists() else "results"
-        raise ConfigError(f"{option} {path} already holds {what} ({', '.join(held)}); choose a new "
-                          f"{'file' if writes == () else 'folder'}, or add {OVERWRITE_FLAG} to replace "
-                          f"{'it' if writes == () else 'them'}")
+    what = "a model" if writes is None and (path / CONFIG_NAME).exists() else "results"
+    check_holds_nothing(f"{option} {path}", held, what, "file" if writes == () else "folder",
+                        f"add {OVERWRITE_FLAG} to replace {'it' if writes == () else 'them'}")
 
 
 # The labelled data options' values where neither the command line nor the checkpoint's run gives one.

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import check_shares, checks_arguments
 from bertlab.data.sources import load_dataset_source, read_text_lines, require_columns
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM
@@ -62,9 +62,7 @@ class Probabilities:
     max_ngram: int = 5
 
     def __post_init__(self) -> None:  # each value's range is checked where augment takes it
-        if self.mask + self.replace > 1.0:
-            raise ConfigError(f"p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), "
-                              f"got {self.mask} + {self.replace}")
+        check_shares({"p_mask": self.mask, "p_replace": self.replace}, "each word is masked, replaced or kept")
 
 
 @checks_arguments

@@ -11,8 +11,10 @@ import datasets
 import numpy as np
 from tokenizers import Tokenizer
 
+from bertlab.argument_checks import check_rules
 from bertlab.data.sources import require_columns
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
+from bertlab.value_rules import Interval
 
 _TOKEN_FEATURES = {
     "input_ids": datasets.List(datasets.Value("int32")),
@@ -45,8 +47,9 @@ def encode_texts(
 
 
 def truncate_without_padding(tokenizer: Tokenizer, max_seq_length: int, *, paired: bool) -> None:
-    if max_seq_length <= tokenizer.num_special_tokens_to_add(paired):
-        raise ConfigError(f"max_seq_length must leave room for text beside the special tokens, got {max_seq_length}")
+    special = tokenizer.num_special_tokens_to_add(paired)
+    check_rules("max_seq_length", max_seq_length, [Interval(f"({special}, inf)", whole=True,
+                                                            says=f"more than the {special} special tokens of a row")])
     truncation = {"max_length": max_seq_length, "stride": 0, "strategy": "longest_first", "direction": "right"}
     if tokenizer.truncation != truncation:
         tokenizer.enable_truncation(**truncation)

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from torch.utils.data import DistributedSampler
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Count
+from bertlab.value_rules import Count, Interval
 
 
 @checks_arguments
@@ -48,8 +48,8 @@ class LengthGroupedSampler(DistributedSampler):
         rank: int = 0,
         drop_short_batch: bool = False,
     ) -> None:
-        if not 0 <= rank < num_replicas:
-            raise ConfigError(f"rank must be in [0, num_replicas={num_replicas}), got {rank}")
+        check_rules("rank", rank, [Interval(f"[0, {num_replicas})", whole=True,
+                                            says=f"in [0, num_replicas={num_replicas})")])
         self.lengths = np.asarray(lengths, dtype=np.int64)
         super().__init__(self.lengths, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed)
         self.batch_size = batch_size

@@ -20,14 +20,14 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, SequenceLength, Workers
+from bertlab.value_rules import Count, Interval, SequenceLength, Workers
 
 # A sentence ends at . ! or ? followed by white space and an upper-case letter or a quote.
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
@@ -68,8 +68,8 @@ class SentenceDataModule(ResumableTrainingOrder, L.LightningDataModule):
                  max_seq_length: SequenceLength = 128, batch_size: Count = 64, eval_batch_size: Count = 256,
                  num_workers: Workers = 0, seed: int = 0) -> None:
         super().__init__()
-        if max_words < min_words:
-            raise ConfigError(f"data.max_words ({max_words}) must be >= data.min_words ({min_words})")
+        check_rules("data.max_words", max_words, [Interval(f"[{min_words}, inf)", whole=True,
+                                                           says=f"at least data.min_words ({min_words})")])
         self.source = source
         self._tokenizer_source = tokenizer
         self._tokenizer: Tokenizer | None = tokenizer if isinstance(tokenizer, Tokenizer) else None

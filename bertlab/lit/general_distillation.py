@@ -18,7 +18,7 @@ the teacher always the text itself. Validation is PretrainingModule's, on the st
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 from torch import nn
@@ -32,7 +32,7 @@ from bertlab.lit.pretraining import TRAIN_STREAM, PretrainingModule, checked_mod
 from bertlab.lit.relations import RELATIONS, check_relation_heads, masked_mse, relation_kl, relation_scores
 from bertlab.teacher.layer_states import LayerTeacher, read_attention_input
 from bertlab.tokenizer import load_tokenizer
-from bertlab.value_rules import Count, NonNegative
+from bertlab.value_rules import Count, NonNegative, SomeOf
 
 MINILM_V2_RELATIONS = ("query-query", "key-key", "value-value")
 
@@ -45,15 +45,12 @@ class GeneralDistillationModule(PretrainingModule):
     other arguments are PretrainingModule's (`nsp` must stay false)."""
 
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int, teacher: str | None = None,
-                 teacher_layer: Count = 5, relations: Sequence[str] = MINILM_V2_RELATIONS,
+                 teacher_layer: Count = 5,
+                 relations: Annotated[Sequence[str], SomeOf(*RELATIONS)] = MINILM_V2_RELATIONS,
                  relation_heads: Count = 8, relation_weight: NonNegative = 1.0, mlm_weight: NonNegative = 1.0,
                  hidden_weight: NonNegative = 0.0, **pretraining: Any):
         if pretraining.get("nsp"):
             raise ConfigError("task.nsp=true: general distillation trains a BertForMaskedLM; set task.nsp=false")
-        unknown = [name for name in relations if name not in RELATIONS]
-        if unknown:
-            raise ConfigError(f"task.relations: {unknown[0]!r} is not a relation; expected some of "
-                              f"{', '.join(RELATIONS)}")
         if not (relation_weight and relations) and not hidden_weight:
             raise ConfigError("task.relation_weight and task.hidden_weight are 0 (or task.relations empty): nothing "
                               "is distilled; use task=mlm for masked LM alone")

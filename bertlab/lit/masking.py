@@ -16,7 +16,6 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from bertlab.errors import ConfigError
 from bertlab.flops import expected_masked_positions
 from bertlab.model import IGNORE_INDEX
 
@@ -63,8 +62,9 @@ def mask_tokens(
 
     Each non-special token (or, with `word_ids`, each whole word) is chosen with `mlm_probability`.
     A chosen token becomes [MASK] with `mask_replace_prob`, a random token with
-    `random_replace_prob`, and stays as it is otherwise. Random tokens are never `mask_token_id` nor
-    one of `special_token_ids`. `labels` holds the original id at chosen positions and -100 elsewhere.
+    `random_replace_prob` (the two add up to at most 1: PretrainingModule checks them), and stays as it
+    is otherwise. Random tokens are never `mask_token_id` nor one of `special_token_ids`. `labels` holds
+    the original id at chosen positions and -100 elsewhere.
     `word_ids` gives each token's word (-1 for specials); a word's tokens must be adjacent, as the
     pretraining collator makes them.
 
@@ -77,11 +77,6 @@ def mask_tokens(
     tokens filled by whole words in random order; the first word that does not fit ends the row's
     choice, so a row gets a little less than its budget on average.
     """
-    if not 0.0 <= mask_replace_prob + random_replace_prob <= 1.0:
-        raise ConfigError(
-            "mask_replace_prob + random_replace_prob must lie in [0, 1], "
-            f"got {mask_replace_prob} + {random_replace_prob}"
-        )
     device = input_ids.device
     maskable = ~special_tokens_mask.bool()
     draws = torch.rand(input_ids.shape, generator=generator, device=device)

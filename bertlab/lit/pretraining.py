@@ -20,7 +20,7 @@ from torch import nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import check_rules, check_shares, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
@@ -68,6 +68,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
                  unigram_output_bias: bool = True, dropout: Dropout | None = None, static_masking: bool = False,
                  compile_mode: Annotated[str, OneOf(*COMPILE_MODES)] | None = None):
         super().__init__()
+        check_shares({"mask_replace_prob": mask_replace_prob, "random_replace_prob": random_replace_prob},
+                     "a chosen token is masked, replaced or kept")
         model_config = checked_model_config(config, mask_token_id)
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
         config = model_config.to_dict()
@@ -253,8 +255,9 @@ def plain_text_set(trainer) -> str:
 def checked_model_config(config: BertConfig | Mapping[str, Any], mask_token_id: int) -> BertConfig:
     """A pretraining module's BertConfig (checkpoints store it as a dict), once its mask token is known to fit."""
     model_config = config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
-    if not 0 <= mask_token_id < model_config.vocab_size:
-        raise ConfigError(f"mask_token_id {mask_token_id} is outside the vocabulary (size {model_config.vocab_size})")
+    size = model_config.vocab_size
+    check_rules("mask_token_id", mask_token_id, [Interval(f"[0, {size})", whole=True,
+                                                          says=f"a token of the vocabulary (ids 0 to {size - 1})")])
     return model_config
 
 

@@ -14,9 +14,10 @@ from typing import TypeVar
 
 import torch
 
-from bertlab.errors import ConfigError
+from bertlab.argument_checks import check_rules
 from bertlab.model import BertModel, BertSelfAttention
 from bertlab.teacher.embeddings import teacher_config
+from bertlab.value_rules import Interval
 
 Output = TypeVar("Output")
 
@@ -54,8 +55,8 @@ class LayerTeacher:
 
     def __init__(self, teacher: str | None, layer: int):
         layers = teacher_config(teacher).num_hidden_layers
-        if not 1 <= layer <= layers:
-            raise ConfigError(f"task.teacher_layer={layer}: expected 1 to the teacher's {layers} layers")
+        check_rules("task.teacher_layer", layer, [Interval(f"[1, {layers}]", whole=True,
+                                                           says=f"from 1 to the teacher's {layers} layers")])
         with torch.random.fork_rng(devices=[]):  # building the model draws initial weights: not the run's draws
             model = BertModel.from_pretrained(teacher)
         model.encoder.layer = model.encoder.layer[:layer]  # the layers above never run

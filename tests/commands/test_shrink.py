@@ -40,5 +40,5 @@ def test_shrink_writes_a_classifier_transformers_loads(tmp_path, capsys):
                               "--output", str(tmp_path / "too_wide")], capsys)
     assert refused.code == 2
     assert refused.error_lines == [
-        "bertlab: error: bertlab shrink: hidden=64: expected 1 to the source model's 32"]
+        "bertlab: error: bertlab shrink: hidden=64: must be from 1 to the source model's 32"]
     assert not (tmp_path / "too_wide").exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bertlab.data.sentences import SentenceDataModule, sentences_of, split_sentences
-from bertlab.errors import DataError
+from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import train_tokenizer
 from tests.conftest import write_sentence_corpus
 
@@ -52,6 +52,11 @@ def test_a_datasets_texts_join_the_corpus_and_a_seeded_share_is_held_out(tmp_pat
     assert batch["input_ids"].shape[0] == 8 and batch["input_ids"].shape[1] <= 16 and "labels" not in batch
     rows = batch["index"].tolist()
     assert [data.datasets["train"][row]["length"] for row in rows] == batch["attention_mask"].sum(1).tolist()
+
+
+def test_the_word_range_cannot_end_before_it_starts():
+    with pytest.raises(ConfigError, match=r"^data.max_words=3: must be at least data.min_words \(6\)$"):
+        SentenceDataModule("corpus.txt", train_tokenizer(["short"], vocab_size=40), max_words=3)
 
 
 def test_a_corpus_without_a_sentence_in_the_word_range_is_a_one_line_error(tmp_path):

@@ -102,9 +102,10 @@ def test_the_export_is_a_plain_masked_lm_that_transformers_loads(teacher, tmp_pa
 
 @pytest.mark.parametrize("options, message", [
     ({"config": small_config()}, r"its vocabulary has \d+ tokens, the student's 100; .* set tokenizer.path"),
-    ({"teacher_layer": 4}, "task.teacher_layer=4: expected 1 to the teacher's 3 layers"),
+    ({"teacher_layer": 4}, "task.teacher_layer=4: must be from 1 to the teacher's 3 layers"),
     ({"relation_heads": 3}, r"task.relation_heads=3: must divide the hidden sizes .* \(48, 32\)"),
-    ({"relations": ["query-value"]}, "task.relations: 'query-value' is not a relation"),
+    ({"relations": ["query-value"]}, r"GeneralDistillationModule\(relations=\['query-value'\]\): must be some of "
+                                     "query-query, key-key, value-value, query-key"),
     ({"relation_weight": 0.0}, "nothing is distilled; use task=mlm"),
     ({"nsp": True}, "task.nsp=true: general distillation trains a BertForMaskedLM"),
 ])

@@ -5,7 +5,6 @@ import torch
 
 from bertlab.lit.masking import fixed_mask, mask_tokens, masking_generator, predictions_per_row
 from bertlab.model import IGNORE_INDEX
-from bertlab.errors import ConfigError
 
 VOCAB_SIZE = 1000
 MASK_ID = 4
@@ -57,8 +56,6 @@ def test_split_is_configurable():
     assert (all_mask[labels != IGNORE_INDEX] == MASK_ID).all()
     unchanged, labels = run(input_ids, special, mask_replace_prob=0.0, random_replace_prob=0.0)
     assert torch.equal(unchanged, input_ids) and (labels != IGNORE_INDEX).any()
-    with pytest.raises(ConfigError, match="mask_replace_prob"):
-        run(input_ids, special, mask_replace_prob=0.8, random_replace_prob=0.3)
 
 
 def test_random_replacements_avoid_special_ids_and_cover_the_rest():

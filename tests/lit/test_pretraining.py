@@ -14,7 +14,7 @@ from lightning.pytorch import Callback
 from bertlab.flops import mlm_forward_flops
 from bertlab.lit.run_artifacts import MetricsArtifacts
 from bertlab.lit.masking import FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator, predictions_per_row
-from bertlab.errors import DataError
+from bertlab.errors import ConfigError, DataError
 from bertlab.lit import PretrainingModule
 from bertlab.model import BertForMaskedLM
 from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_weights, pretraining_batch,
@@ -22,6 +22,12 @@ from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_we
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
+
+
+def test_the_shares_of_a_chosen_token_add_up_to_at_most_one():
+    with pytest.raises(ConfigError, match=r"mask_replace_prob \+ random_replace_prob must be at most 1 \(a chosen "
+                                          r"token is masked, replaced or kept\), got 0.8 \+ 0.3"):
+        pretraining_module(mask_replace_prob=0.8, random_replace_prob=0.3)
 
 
 @pytest.mark.slow

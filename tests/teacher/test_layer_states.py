@@ -38,7 +38,7 @@ def test_a_layer_teacher_is_frozen_cut_at_its_layer_and_reads_what_the_full_mode
     assert not any(parameter.requires_grad for parameter in teacher.model.parameters())
     states = teacher.attention_input(ids, torch.ones_like(ids), None)
     torch.testing.assert_close(states, full(ids, output_hidden_states=True).hidden_states[1])
-    with pytest.raises(ConfigError, match=r"task.teacher_layer=4: expected 1 to the teacher's 3 layers"):
+    with pytest.raises(ConfigError, match=r"task.teacher_layer=4: must be from 1 to the teacher's 3 layers"):
         LayerTeacher(str(folder), layer=4)
 
 

@@ -22,7 +22,7 @@ from bertlab.training.run.run_folder import is_rank_zero
 def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:
     """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
     (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
-    combinations.check_command(config)
+    combinations.check(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
     extras.check_logger_packages(config)
     check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
     check_model(config)

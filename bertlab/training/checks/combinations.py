@@ -3,22 +3,19 @@ rule says what is wrong ("…; set …"), or None; `check` refuses the first tha
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
 
 
-def check_command(config: DictConfig) -> None:
+def recipe_command(config: DictConfig) -> str | None:
     """A recipe names the command it is for."""
     command = config.hydra.job.config_name.replace("_", "-")
     if config.get("command", command) != command:
-        raise ConfigError(f"this recipe is for `python -m bertlab {config.command}`, not `{command}`")
-
-
-def check(config: DictConfig) -> None:
-    """The rules between the keys of the groups, in order."""
-    if problem := next(filter(None, (rule(config) for rule in RULES)), None):
-        raise ConfigError(problem)
+        return f"this recipe is for `python -m bertlab {config.command}`, not `{command}`"
+    return None
 
 
 def transfer(config: DictConfig) -> str | None:
@@ -40,6 +37,15 @@ def embedding_student(config: DictConfig) -> str | None:
         return ("model.init_from is not set: sentence-embedding distillation trains a pretrained student; point it "
                 "at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
                 "(python -m bertlab train +recipe=mlm_tiny_wiki)")
+    return None
+
+
+def classifier_tokenizer(config: DictConfig) -> str | None:
+    """A classifier from scratch reads its vocabulary from `data.tokenizer` (a checkpoint's folder is checked by
+    bertlab.training.checks.requirements)."""
+    if config.get("command") == "fine-tune" and not OmegaConf.select(config, "data.tokenizer", default=None):
+        return ("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a checkpoint folder), or "
+                "start from a checkpoint with model.init_from=…")
     return None
 
 
@@ -80,4 +86,10 @@ def token_task(config: DictConfig) -> str | None:
     return None
 
 
-RULES = (transfer, embedding_student, copy_pairs, compile_mode, token_task)
+RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)  # between the keys of the groups
+
+
+def check(config: DictConfig, rules: Sequence[Callable[[DictConfig], str | None]] = RULES) -> None:
+    """The first of `rules` that finds something wrong refuses `config`."""
+    if problem := next(filter(None, (rule(config) for rule in rules)), None):
+        raise ConfigError(problem)

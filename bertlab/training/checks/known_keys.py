@@ -27,13 +27,19 @@ def check_known_keys(config: DictConfig, schema: type) -> None:
     tree.pop("hydra", None)
     unknown = sorted((declaration.key for declaration in declarations(tree, schema, read) if not declaration.known),
                      key=lambda key: ("." in key, key.startswith("model.")))
-    if unknown and unknown[0].startswith("model."):  # a `+model.…` key that Hydra's schema let in
-        raise ConfigError(f"unknown config key {unknown[0]!r}; the model group takes the fields of "
-                          f"bertlab.BertConfig: {', '.join(ModelSchema.__dataclass_fields__)}")
     if unknown:
-        near = closest_key(unknown[0], dotted_keys(tree))
-        raise ConfigError(f"unknown config key {unknown[0]!r}: nothing in bertlab reads it" +
-                          (f"; did you mean {near}?" if near else "; see the group's keys with --cfg job"))
+        raise ConfigError(f"unknown config key {unknown[0]!r}{unknown_key_hint(unknown[0], tree)}")
+
+
+def unknown_key_hint(key: str, tree: dict) -> str:
+    """What to do instead of `key`: a `+model.…` key that Hydra's schema let in, one of BertConfig's fields;
+    another, the key of `tree` spelt most like it."""
+    if key.startswith("model."):
+        fields = ", ".join(ModelSchema.__dataclass_fields__)
+        return f"; the model group takes the fields of bertlab.BertConfig: {fields}"
+    near = closest_key(key, dotted_keys(tree))
+    return ": nothing in bertlab reads it" + (f"; did you mean {near}?" if near else
+                                              "; see the group's keys with --cfg job")
 
 
 def interpolated_keys(tree: Any) -> set[str]:

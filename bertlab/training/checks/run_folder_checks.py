@@ -1,11 +1,13 @@
 """The checks of a run's folder before it is written (bertlab.training.run.run_folder): the output folder can
-be created, it holds no other run, and a checkpoint to resume was saved by this command and task for this
-model (and, with a budget or `trainer.precision: fastest`, its run recorded the steps or the precision)."""
+be created, it holds no other run (`check_holds_nothing`, which a command's output passes too), and a
+checkpoint to resume was saved by this command and task for this model (and, with a budget or
+`trainer.precision: fastest`, its run recorded the steps or the precision)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -37,13 +39,18 @@ def check_output_folder(folder: str | Path, how_to_choose: str = RUN_FOLDER_CHOI
 def check_run_folder(run_dir: Path, resume: str | None) -> None:
     """A run never writes into the folder of another run that got as far as results (metrics,
     checkpoints, an export), unless it resumes that run."""
-    results = (METRICS_CSV, run_folder.CHECKPOINTS, run_folder.HF_MODEL)
-    if not (held := sorted(name for name in results if (run_dir / name).exists())):
-        return
     if resume == "auto" or (resume and run_dir.resolve() in (Path(resume).resolve(), *Path(resume).resolve().parents)):
         return
-    raise ConfigError(f"hydra.run.dir={run_dir} already holds a run ({', '.join(held)}); choose a new folder, "
-                      f"or continue that run with resume=auto")
+    results = (METRICS_CSV, run_folder.CHECKPOINTS, run_folder.HF_MODEL)
+    check_holds_nothing(f"hydra.run.dir={run_dir}", sorted(name for name in results if (run_dir / name).exists()),
+                        "a run", "folder", "continue that run with resume=auto")
+
+
+def check_holds_nothing(output: str, held: Sequence[str], what: str, kind: str, instead: str) -> None:
+    """An output never replaces work it did not just make: `output` (`hydra.run.dir=…`, `--output …`), a
+    `kind` (folder or file) that holds `what` (the files `held`), is refused, saying how to go on `instead`."""
+    if held:
+        raise ConfigError(f"{output} already holds {what} ({', '.join(held)}); choose a new {kind}, or {instead}")
 
 
 def check_resume(config: DictConfig, run_dir: Path) -> None:

@@ -14,7 +14,6 @@ from omegaconf import DictConfig
 
 from bertlab.checkpoint.dispatch import load_into, read_config
 from bertlab.config import BertConfig
-from bertlab.errors import ConfigError
 from bertlab.lit.embedding_distillation import EmbeddingDistillationModule
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.model import BertForSequenceClassification
@@ -29,8 +28,6 @@ def build(cfg: DictConfig) -> tuple[L.LightningModule, L.LightningDataModule]:
     student is built before its texts are read (its teacher is checked first), the other modules after the
     data (they read its labels or word counts)."""
     fine_tuning = cfg.command == "fine-tune"
-    if fine_tuning:
-        check_tokenizer(cfg)
     datamodule = instantiate(cfg.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only
     if not fine_tuning and issubclass(get_class(cfg.task._target_), EmbeddingDistillationModule):
         module = embedding_distillation_module(cfg, datamodule)
@@ -106,11 +103,3 @@ def build_classifier(cfg: DictConfig, tokenizer, label_names: list[str],
 
 def data_tokenizer(cfg: DictConfig) -> str:
     return str(cfg.data.get("tokenizer"))
-
-
-def check_tokenizer(cfg: DictConfig) -> None:
-    """A classifier from scratch reads its vocabulary from `data.tokenizer` (a checkpoint's folder is
-    checked by bertlab.training.checks.requirements before the run starts)."""
-    if not cfg.data.get("tokenizer"):
-        raise ConfigError("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a "
-                          "checkpoint folder), or start from a checkpoint with model.init_from=…")
