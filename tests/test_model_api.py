@@ -71,9 +71,9 @@ def test_fine_tuning_from_a_checkpoint_starts_in_training_mode(tmp_path, monkeyp
     from bertlab.training.run import modules
     bertlab.BertForSequenceClassification(small_config(position_embedding_type="absolute")).save_pretrained(tmp_path)
     monkeypatch.setattr(modules, "init_from_overrides", lambda model_cfg: {})  # reads Hydra's command line
-    cfg = OmegaConf.create({"model": {"init_from": str(tmp_path)}, "data": {"tokenizer": "its own"}})
+    model_cfg = OmegaConf.create({"init_from": str(tmp_path)})
     tokenizer = type("Tokenizer", (), {"get_vocab_size": lambda self: VOCAB})()
-    model = modules.build_classifier(cfg, tokenizer, ["a", "b", "c"])
+    model = modules.build_classifier(model_cfg, tokenizer, "its own", ["a", "b", "c"])
     assert all(module.training for module in model.modules())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from bertlab.training.checks import extras
 from bertlab.training.checks import combinations, environment
@@ -25,18 +25,18 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     combinations.check(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
     extras.check_logger_packages(config)
     check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
-    check_model(config)
+    check_model(config.model, OmegaConf.select(config, "tokenizer.vocab_size", default=None))
     overridden = overridden_keys(config.hydra.overrides.task)
     check_values(config, overridden)
-    check_init_from(config, overridden)
+    check_init_from(config.model, overridden)
     check_requirements(config, overridden)
     environment.check_accelerator(config)
     environment.check_search_space(config)
     environment.check_checkpoints(config)
-    check_loaded_model(config, overridden)
+    check_loaded_model(config.model, overridden)
     combinations.check(config)
     check_tokenizer_options(config)
-    budget.check_overrides(config, overridden)
+    budget.check_overrides(config.budget_minutes, config.trainer, overridden)
     if run_dir is None:
         return
     if new_run:

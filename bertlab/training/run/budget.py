@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,16 @@ PACE_STEPS = 10  # the fewest steps of the run's own whose pace may re-plan it
 
 
 @dataclass(frozen=True)
+class Budget:
+    """`budget_minutes` and the groups of the run's config a budget reads and sets."""
+    minutes: float
+    trainer: DictConfig                     # timed; the budget sets its max_steps and max_epochs
+    scheduler: DictConfig | None            # a re-plan records its warmup_steps
+    checkpoint_callback: DictConfig | None  # callbacks.checkpoint: the checkpoints written after a validation
+    record_config: Callable[[], None]       # rewrites config.yaml once a re-plan has set the steps
+
+
+@dataclass(frozen=True)
 class Calibration:
     step_seconds: float          # one optimizer step, the mean of the timed steps
     startup_seconds: float       # what the warm-up steps took beyond WARMUP_STEPS × step_seconds
@@ -61,13 +72,14 @@ class Calibration:
     elapsed_seconds: float       # the calibration as a whole, less the module's set-up
 
 
-def check_overrides(config: DictConfig, overridden: list[str]) -> None:
-    """The budget chooses the length of training: the command line cannot choose it too."""
-    if config.budget_minutes is None:
+def check_overrides(minutes: float | None, trainer: DictConfig, overridden: list[str]) -> None:
+    """The budget of `minutes` chooses the length of training in the `trainer` group: the command line cannot
+    choose it too."""
+    if minutes is None:
         return
     for key in overridden:
         if key in LENGTH_KEYS:
-            raise ConfigError(f"{key}={OmegaConf.select(config, key)} and budget_minutes={config.budget_minutes}: "
+            raise ConfigError(f"{key}={trainer.get(key.removeprefix('trainer.'))} and budget_minutes={minutes}: "
                               f"the budget chooses trainer.max_steps itself; drop one of the two")
 
 
@@ -83,17 +95,17 @@ def recorded_length(checkpoint: Path) -> tuple[int, int]:
                               f"budget_minutes") from None
 
 
-def fix_length(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule, run_dir: Path,
+def fix_length(budget: Budget, module: L.LightningModule, datamodule: L.LightningDataModule, run_dir: Path,
                checkpoint: str | None) -> list[L.Callback]:
-    """Sets `trainer.max_steps` (and `max_epochs: -1`) of `cfg` from `cfg.budget_minutes`, before the Trainer
-    is built: calibrated, or on resume the values of the resumed run; `cfg.budget_minutes` becomes null.
-    Returns the Trainer's callback that re-plans the steps at the end of the warm-up (none on resume)."""
-    minutes, replan = cfg.budget_minutes, []
+    """Sets `max_steps` (and `max_epochs: -1`) of the budget's trainer group, before the Trainer is built:
+    calibrated, or on resume the values of the resumed run. Returns the Trainer's callback that re-plans the
+    steps at the end of the warm-up (none on resume)."""
+    minutes, replan = budget.minutes, []
     if checkpoint is not None:
         steps, epochs = recorded_length(Path(checkpoint))
         log.info("budget_minutes=%g: resuming, keeping trainer.max_steps=%d of the resumed run", minutes, steps)
     else:
-        calibration = calibrate(cfg, module, datamodule, run_dir)
+        calibration = calibrate(budget, module, datamodule, run_dir)
         deadline = trial.clock() + minutes * 60 - calibration.elapsed_seconds
         left = minutes * 60 - calibration.elapsed_seconds - calibration.startup_seconds
         steps, epochs = affordable_steps(left, calibration), -1
@@ -106,8 +118,8 @@ def fix_length(cfg: DictConfig, module: L.LightningModule, datamodule: L.Lightni
                  "%.1f s, %.1f s per validation and its checkpoints, %s)", minutes, steps, 1 / calibration.step_seconds,
                  calibration.elapsed_seconds, calibration.startup_seconds, calibration.validation_seconds,
                  f"every {every:g} steps" if math.isfinite(every) else "after the last step")
-        replan = [Replan(cfg, run_dir, deadline, calibration)]
-    cfg.trainer.max_steps, cfg.trainer.max_epochs, cfg.budget_minutes = steps, epochs, None
+        replan = [Replan(budget, deadline, calibration)]
+    budget.trainer.max_steps, budget.trainer.max_epochs = steps, epochs
     return replan
 
 
@@ -133,12 +145,12 @@ def replanned_steps(warmup_steps: int, seconds_left: float, step_seconds: float,
     return warmup_steps + max(1, affordable_steps(seconds_left, pace))
 
 
-def calibrate(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule,
+def calibrate(budget: Budget, module: L.LightningModule, datamodule: L.LightningDataModule,
               run_dir: Path) -> Calibration:
     """A trial of the run (bertlab.training.run.trial): its steps, then one validation and the checkpoints
     written after it."""
-    timing = trial.time_steps(cfg, module, datamodule, run_dir)
-    checkpoint = OmegaConf.select(cfg, "callbacks.checkpoint")
+    timing = trial.time_steps(budget.trainer, module, datamodule, run_dir)
+    checkpoint = budget.checkpoint_callback
     checkpoint_writes = 0 if checkpoint is None else 1 + bool(checkpoint.get("save_last"))
     validation = (timing.validation_seconds or 0.0) + checkpoint_writes * timing.checkpoint_seconds
     return Calibration(step_seconds=timing.step_seconds, startup_seconds=timing.startup_seconds,
@@ -151,8 +163,8 @@ class Replan(L.Callback):
     trial.WARMUP_STEPS or the calibration's, the slower (see the module's docstring); records it, with the
     warm-up, in config.yaml."""
 
-    def __init__(self, cfg: DictConfig, run_dir: Path, deadline: float, calibration: Calibration):
-        self.cfg, self.run_dir, self.deadline, self.calibration = cfg, run_dir, deadline, calibration
+    def __init__(self, budget: Budget, deadline: float, calibration: Calibration):
+        self.budget, self.deadline, self.calibration = budget, deadline, calibration
         self.first_step = trial.WARMUP_STEPS
         self.started: float | None = None  # the clock at first_step
         self.validating = self._validation_started = 0.0
@@ -188,8 +200,8 @@ class Replan(L.Callback):
         if isinstance(trainer.progress_bar_callback, TQDMProgressBar):  # its total was set at the epoch's start
             bar_total = min(trainer.num_training_batches, batch_idx + 1 + steps - trainer.global_step)
             trainer.progress_bar_callback.train_progress_bar.total = bar_total
-        with open_dict(self.cfg):
-            self.cfg.trainer.max_steps = steps
-            if self.cfg.get("scheduler") is not None:
-                self.cfg.scheduler.warmup_steps = warmup
-        run_folder.write_config(self.cfg, self.run_dir)
+        self.budget.trainer.max_steps = steps
+        if self.budget.scheduler is not None:
+            with open_dict(self.budget.scheduler):
+                self.budget.scheduler.warmup_steps = warmup
+        self.budget.record_config()

@@ -21,6 +21,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import lightning as L
@@ -28,7 +29,7 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from bertlab.lit.run_artifacts import ExportPretrained
 from bertlab.metrics import best_point, read_metrics, run_summary, series
@@ -67,7 +68,9 @@ def prepare_training(cfg: DictConfig) -> PreparedRun:
     # The Trainer's switches of trainer.deterministic and trainer.benchmark, before any data or model exists.
     set_torch_flags(cfg.trainer.get("deterministic"), cfg.trainer.get("benchmark"))
     L.seed_everything(cfg.seed, workers=True, verbose=False)
-    module, datamodule = modules.build(cfg)
+    module, datamodule = modules.build(modules.ModuleGroups(
+        command=cfg.command, data=cfg.data, task=cfg.task, model=cfg.model, optimizer=cfg.optimizer,
+        scheduler=cfg.scheduler, tokenizer=cfg.get("tokenizer"), seed=cfg.seed))
     return PreparedRun(module, datamodule, started)
 
 
@@ -83,12 +86,17 @@ def run_training(cfg: DictConfig, prepared: PreparedRun | None = None) -> float 
     checkpoint = run_folder.resume_path(cfg.resume, run_dir)
     precision_note = None
     if cfg.trainer.get("precision") == precision.FASTEST:
-        precision_note = precision.choose(cfg, precision.training_device(cfg), module, datamodule, run_dir, checkpoint)
+        shape = precision.what_is_timed(cfg.model, cfg.data, cfg.task, cfg.trainer)
+        precision_note = precision.choose(cfg.trainer, shape, precision.training_device(cfg.trainer), module,
+                                          datamodule, run_dir, checkpoint)
     if checkpoint is not None:
         step = run_folder.checkpoint_step(Path(checkpoint))
         log.info("Resuming from %s (step %d)", checkpoint, step)
         run_folder.check_resume_checkpoint_fits(module, checkpoint)
-    replan = [] if cfg.budget_minutes is None else budget.fix_length(cfg, module, datamodule, run_dir, checkpoint)
+    replan = []
+    if cfg.budget_minutes is not None:
+        replan = budget.fix_length(time_budget(cfg, run_dir), module, datamodule, run_dir, checkpoint)
+        cfg.budget_minutes = None  # config.yaml records the steps the budget chose instead
     monitor, monitor_mode = cfg.get("monitor"), cfg.get("monitor_mode")
     export = ExportPretrained(str(run_dir / run_folder.HF_MODEL), weights="final" if monitor is None else "best")
     trainer = build_trainer(cfg, [export, *replan])
@@ -97,7 +105,7 @@ def run_training(cfg: DictConfig, prepared: PreparedRun | None = None) -> float 
         run_folder.restore_metrics(trainer, Path(checkpoint), step)
         # Lightning checks only the dataloaders for state; bertlab's datamodules hold it.
         warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
-    run_folder.write_config(cfg, run_dir, precision_note)
+    record_config(cfg, run_dir, precision_note)
     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint)
     if trainer.is_global_zero:
         minutes = (time.perf_counter() - started) / 60
@@ -111,6 +119,18 @@ def run_training(cfg: DictConfig, prepared: PreparedRun | None = None) -> float 
     if not run_folder.is_rank_zero() or monitor not in metrics:
         return None
     return best_point(series(metrics, monitor), monitor_mode, monitor)[1]
+
+
+def time_budget(cfg: DictConfig, run_dir: Path) -> budget.Budget:
+    """`budget_minutes` with the groups of `cfg` a budget reads and sets."""
+    return budget.Budget(minutes=cfg.budget_minutes, trainer=cfg.trainer, scheduler=cfg.scheduler,
+                         checkpoint_callback=OmegaConf.select(cfg, "callbacks.checkpoint"),
+                         record_config=partial(record_config, cfg, run_dir))
+
+
+def record_config(cfg: DictConfig, run_dir: Path, comment: str | None = None) -> None:
+    """`cfg`, resolved, as the run folder's config.yaml (bertlab.training.run.run_folder.write_config)."""
+    run_folder.write_config(OmegaConf.to_yaml(cfg, resolve=True), run_dir, comment)
 
 
 def build_trainer(cfg: DictConfig, extra_callbacks: list[L.Callback] = ()) -> L.Trainer:

@@ -45,31 +45,32 @@ def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | Non
     return {key: model_cfg[key] for key in chosen if key in model_cfg}
 
 
-def check_model(config: DictConfig) -> None:
+def check_model(model_cfg: DictConfig, vocab_size: int | None) -> None:
     """The group's values make a model BertConfig accepts (the rules of its fields' annotations, divisibility,
-    memory), before any data is prepared. With `init_from`, see `check_loaded_model`."""
-    if not config.model.init_from:
-        model_config(config.model, vocab_size=OmegaConf.select(config, "tokenizer.vocab_size", default=None) or 30522)
+    memory), before any data is prepared; `vocab_size`: the tokenizer group's, if it names one. With `init_from`,
+    see `check_loaded_model`."""
+    if not model_cfg.init_from:
+        model_config(model_cfg, vocab_size=vocab_size or 30522)
 
 
-def check_loaded_model(config: DictConfig, overridden: Collection[str]) -> None:
+def check_loaded_model(model_cfg: DictConfig, overridden: Collection[str]) -> None:
     """With `init_from`, the checkpoint's config with the values the group changes in it, once the checkpoint
     is known to exist and fit."""
-    if config.model.init_from:
-        BertConfig.from_dict({**read_config(config.model.init_from).to_dict(),
-                              **init_from_overrides(config.model, overridden)})
+    if model_cfg.init_from:
+        BertConfig.from_dict({**read_config(model_cfg.init_from).to_dict(),
+                              **init_from_overrides(model_cfg, overridden)})
 
 
-def check_init_from(config: DictConfig, overridden: Collection[str]) -> None:
+def check_init_from(model_cfg: DictConfig, overridden: Collection[str]) -> None:
     """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint."""
-    if not OmegaConf.select(config, "model.init_from"):
+    if not model_cfg.get("init_from"):
         return
     conflicts = [key for key in overridden
                  if key == "model" or key == "tokenizer.vocab_size"
                  or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
     if conflicts:
         raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
-                          f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
+                          f"{model_cfg.init_from}: its architecture and vocabulary come from that checkpoint's "
                           f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
 
 

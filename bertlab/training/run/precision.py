@@ -59,20 +59,21 @@ def native_bf16(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
 
 
-def training_device(cfg: DictConfig) -> torch.device:
-    """The device Lightning trains `cfg.trainer` on, from a throwaway Trainer (in 32-true: the precision is
-    what is being chosen)."""
-    return instantiate(cfg.trainer, precision=EXACT, callbacks=[], logger=False).strategy.root_device
+def training_device(trainer: DictConfig) -> torch.device:
+    """The device Lightning trains on with the `trainer` group, from a throwaway Trainer (in 32-true: the
+    precision is what is being chosen)."""
+    return instantiate(trainer, precision=EXACT, callbacks=[], logger=False).strategy.root_device
 
 
 def candidates(device: torch.device) -> list[str]:
     return [EXACT, "bf16-mixed"] if native_bf16(device) else [EXACT]
 
 
-def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, datamodule: L.LightningDataModule,
-           run_dir: Path, checkpoint: str | None) -> str:
-    """Sets `cfg.trainer.precision` from `fastest`: the decision for this machine kind and shape, timed now on
-    `device` if there is none yet, or on resume the precision of the resumed run. Returns the log's line."""
+def choose(trainer: DictConfig, shape: str, device: torch.device, module: L.LightningModule,
+           datamodule: L.LightningDataModule, run_dir: Path, checkpoint: str | None) -> str:
+    """Sets `precision` of the `trainer` group from `fastest`: the decision for this machine kind and `shape`
+    (`what_is_timed`), timed now on `device` if there is none yet, or on resume the precision of the resumed run.
+    Returns the log's line."""
     if checkpoint is not None:
         chosen = recorded_precision(Path(checkpoint))
         note = f"resuming, keeping trainer.precision={chosen} of the resumed run"
@@ -81,10 +82,10 @@ def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, dat
         note = f"{chosen} (no native bf16 on this {device.type}, nothing to time)"
     else:
         path, machine = precision_decisions.decisions_file(), precision_decisions.machine_kind(device)
-        name = precision_decisions.key(machine, what_is_timed(cfg))
+        name = precision_decisions.key(machine, shape)
         decision = precision_decisions.read(path).get(name)
         if decision is None:
-            decision = timed_decision(cfg, options, module, datamodule, run_dir, machine)
+            decision = timed_decision(trainer, options, module, datamodule, run_dir, machine)
             if run_folder.is_rank_zero():
                 precision_decisions.write(path, name, decision)
             origin = f"timed now for this machine kind and shape: {rates(decision)}; kept in {path}"
@@ -94,17 +95,17 @@ def choose(cfg: DictConfig, device: torch.device, module: L.LightningModule, dat
         note = f"{chosen} ({origin})"
     line = f"trainer.precision=fastest: {note}"
     log.info("%s", line)
-    cfg.trainer.precision = chosen
+    trainer.precision = chosen
     return line
 
 
-def timed_decision(cfg: DictConfig, options: list[str], module: L.LightningModule,
+def timed_decision(trainer: DictConfig, options: list[str], module: L.LightningModule,
                    datamodule: L.LightningDataModule, run_dir: Path, machine: str) -> Decision:
     """The faster of `options` in ROUNDS rounds of trials, each one's best trial counting, bf16-mixed by MARGIN."""
     seconds = dict.fromkeys(options, math.inf)
     for _ in range(ROUNDS):
         for option in options:
-            timing = trial.time_steps(cfg, module, datamodule, run_dir, steps_only=True, precision=option)
+            timing = trial.time_steps(trainer, module, datamodule, run_dir, steps_only=True, precision=option)
             seconds[option] = min(seconds[option], timing.step_seconds)
     chosen = min(options, key=lambda option: seconds[option] * (1.0 if option == EXACT else MARGIN))
     return Decision(precision=chosen, decided=precision_decisions.today(), machine=machine,
@@ -117,11 +118,12 @@ def rates(decision: Decision) -> str:
     return ", ".join([measured[0] + " steps/s", *measured[1:]])
 
 
-def what_is_timed(cfg: DictConfig) -> str:
-    """The parts of `cfg` a step's cost depends on (the model, data, task and trainer, not the seeds or the
-    folders), as text."""
-    timed = OmegaConf.to_container(OmegaConf.create({group: cfg.get(group) for group in ("model", "data", "task",
-                                                                                           "trainer")}))
+def what_is_timed(model: DictConfig | None, data: DictConfig | None, task: DictConfig | None,
+                  trainer: DictConfig) -> str:
+    """The groups of a run's config a step's cost depends on, not their seeds or folders, as text: the shape
+    a decision is kept for."""
+    groups = {"model": model, "data": data, "task": task, "trainer": trainer}
+    timed = OmegaConf.to_container(OmegaConf.create(groups))
     return OmegaConf.to_yaml(OmegaConf.create(without_untimed(timed)))
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 import lightning as L
 import torch
 from lightning.pytorch.loggers import CSVLogger
-from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import CheckpointError
 from bertlab.files import write_atomically
@@ -51,9 +50,9 @@ def holds_results(run_dir: Path) -> bool:
     return any((run_dir / name).exists() for name in (CONFIG, METRICS_CSV, CHECKPOINTS, HF_MODEL))
 
 
-def write_config(cfg: DictConfig, run_dir: Path, comment: str | None = None) -> None:
-    """The resolved config as `config.yaml`, once the run has passed every check and prepared its data.
-    `comment` (how `trainer.precision: fastest` chose) heads it as a YAML comment; a rewrite without one
+def write_config(config_yaml: str, run_dir: Path, comment: str | None = None) -> None:
+    """`config.yaml`: the run's resolved config, as YAML, once the run has passed every check and prepared its
+    data. `comment` (how `trainer.precision: fastest` chose) heads it as a YAML comment; a rewrite without one
     (a budget's re-plan) keeps the one the file has."""
     if is_rank_zero():
         path = run_dir / CONFIG
@@ -61,7 +60,7 @@ def write_config(cfg: DictConfig, run_dir: Path, comment: str | None = None) -> 
         if comment is None and path.exists():
             first_line = path.read_text().partition("\n")[0]
             header = f"{first_line}\n" if first_line.startswith("# ") else ""
-        config_text = header + OmegaConf.to_yaml(cfg, resolve=True)
+        config_text = header + config_yaml
         write_atomically(path, lambda temp: Path(temp).write_text(config_text))
 
 

@@ -39,9 +39,9 @@ class Timing:
     elapsed_seconds: float             # the trial as a whole, less the module's set-up
 
 
-def time_steps(cfg: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule, run_dir: Path,
+def time_steps(trainer: DictConfig, module: L.LightningModule, datamodule: L.LightningDataModule, run_dir: Path,
                steps_only: bool = False, **trainer_arguments: Any) -> Timing:
-    """Times a throwaway copy of `module` training on `datamodule` in the Trainer of `cfg.trainer`, with
+    """Times a throwaway copy of `module` training on `datamodule` in the Trainer of the run's `trainer` group, with
     `trainer_arguments` over its values; then, unless `steps_only`, one checkpoint write and the
     validation with which Lightning answers the stop. Every process gets the timing of the first."""
     started = clock()
@@ -50,7 +50,7 @@ def time_steps(cfg: DictConfig, module: L.LightningModule, datamodule: L.Lightni
                                  None if steps_only else Path(scratch) / "trial.ckpt")
         arguments = {"max_steps": WARMUP_STEPS + TIMED_STEPS, "max_epochs": -1,
                      **({"limit_val_batches": 0} if steps_only else {}), **trainer_arguments}
-        probe = instantiate(cfg.trainer, **arguments, callbacks=[timer], logger=False, enable_checkpointing=False,
+        probe = instantiate(trainer, **arguments, callbacks=[timer], logger=False, enable_checkpointing=False,
                             enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                             default_root_dir=scratch)
         probe.fit(independent_copy(module), datamodule=datamodule)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
 from bertlab.training.run import precision, precision_decisions, trial
@@ -35,11 +35,11 @@ def trials_measuring(patch: pytest.MonkeyPatch, rates: dict[str, float]) -> list
     (a budget's trial reads the clock of test_budget.py); returns the precisions of the trials as they run."""
     timed, time_steps = [], trial.time_steps
 
-    def measuring(cfg, module, datamodule, run_dir, steps_only=False, **trainer_arguments):
-        timed.append(trainer_arguments.get("precision", cfg.trainer.precision))
+    def measuring(trainer, module, datamodule, run_dir, steps_only=False, **trainer_arguments):
+        timed.append(trainer_arguments.get("precision", trainer.precision))
         # A trial of the steps alone reads the clock once per mark, TIMED_STEPS steps apart.
         patch.setattr(trial, "clock", FakeClock(trial.TIMED_STEPS / rates[timed[-1]] if steps_only else 0.08))
-        return time_steps(cfg, module, datamodule, run_dir, steps_only, **trainer_arguments)
+        return time_steps(trainer, module, datamodule, run_dir, steps_only, **trainer_arguments)
 
     patch.setattr(trial, "time_steps", measuring)
     patch.setattr(trial, "WARMUP_STEPS", 2)  # fewer steps than a real trial's: a fake clock times them
@@ -141,14 +141,14 @@ def test_the_choice_takes_each_candidates_best_round_and_a_margin(monkeypatch, r
     measured = iter(milliseconds for pair in rounds for milliseconds in pair)
     asked = []
 
-    def time_steps(cfg, module, datamodule, run_dir, steps_only=False, precision=None):
+    def time_steps(trainer, module, datamodule, run_dir, steps_only=False, precision=None):
         asked.append(precision)
         return trial.Timing(next(measured) / 1000, 0.0, None, 0.0, math.inf, 0.0)
 
     monkeypatch.setattr(trial, "time_steps", time_steps)
     monkeypatch.setattr(precision, "native_bf16", lambda device: True)
     cfg = OmegaConf.create({"trainer": {"precision": "fastest"}})
-    precision.choose(cfg, torch.device("cpu"), None, None, Path("."), checkpoint=None)
+    choose(cfg)
     assert (cfg.trainer.precision, asked) == (expected, ROUNDS)
 
 
@@ -157,7 +157,7 @@ def trials_taking(monkeypatch, milliseconds: dict[str, float]) -> list[str]:
     precisions of the trials as they run."""
     asked = []
 
-    def time_steps(cfg, module, datamodule, run_dir, steps_only=False, precision=None):
+    def time_steps(trainer, module, datamodule, run_dir, steps_only=False, precision=None):
         asked.append(precision)
         return trial.Timing(milliseconds[precision] / 1000, 0.0, None, 0.0, math.inf, 0.0)
 
@@ -166,10 +166,16 @@ def trials_taking(monkeypatch, milliseconds: dict[str, float]) -> list[str]:
     return asked
 
 
+def choose(cfg: DictConfig) -> str:
+    """precision.choose for the groups of `cfg` on the CPU, as a run does (bertlab.training.run.fit); the log's line."""
+    shape = precision.what_is_timed(cfg.get("model"), cfg.get("data"), cfg.get("task"), cfg.trainer)
+    return precision.choose(cfg.trainer, shape, torch.device("cpu"), None, None, Path("."), checkpoint=None)
+
+
 def chosen(config: dict) -> tuple[str, str]:
     """The precision `fastest` chooses for `config` (given model and data groups) and the log's line."""
     cfg = OmegaConf.create({"trainer": {"precision": "fastest"}, **config})
-    line = precision.choose(cfg, torch.device("cpu"), None, None, Path("."), checkpoint=None)
+    line = choose(cfg)
     return cfg.trainer.precision, line
 
 
