@@ -23,7 +23,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
     (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
     combinations.check(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
-    extras.check_logger_packages(config)
+    extras.check_logger_packages(config.get("logger"))
     check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
     check_model(config.model, OmegaConf.select(config, "tokenizer.vocab_size", default=None))
     overridden = overridden_keys(config.hydra.overrides.task)

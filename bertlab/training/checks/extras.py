@@ -33,9 +33,9 @@ def install_command(extra: str) -> str:
     return f'pip install -e ".[{extra}]"'
 
 
-def check_logger_packages(config: DictConfig) -> None:
-    """Every logger of the `logger` group can be imported."""
-    for name, spec in (config.get("logger") or {}).items():
+def check_logger_packages(loggers: DictConfig | None) -> None:
+    """Every logger of the `logger` group, `loggers`, can be imported."""
+    for name, spec in (loggers or {}).items():
         package = LOGGER_PACKAGES.get(spec.get("_target_")) if spec is not None else None
         if package is not None and not installed(package):
             raise ConfigError(f"logger={name} needs the {package} package: {install_command(package)}")

@@ -24,16 +24,16 @@ ARCHITECTURE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", 
                      *(key for key in VARIANT_KEYS if key not in CLASSIFIER_KEYS))
 
 
-def model_config(model_cfg: DictConfig, **values) -> BertConfig:
+def model_config(model_group: DictConfig, **values) -> BertConfig:
     """BertConfig from the `model` group (minus the keys of its checkpoint), plus values only known at run time."""
-    fields = OmegaConf.to_container(model_cfg, resolve=True)
+    fields = OmegaConf.to_container(model_group, resolve=True)
     for key in CHECKPOINT_KEYS:
         fields.pop(key, None)
     fields.update(values)
     return BertConfig.from_dict(fields)
 
 
-def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | None = None) -> dict:
+def init_from_overrides(model_group: DictConfig, overridden: Collection[str] | None = None) -> dict:
     """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches, and the
     dropout probabilities and classifier input the command line set (`overridden`: the keys it set, by default
     those of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
@@ -42,35 +42,35 @@ def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | Non
         overridden = overridden_keys(HydraConfig.get().overrides.task)
     chosen = [*RUNTIME_SWITCHES,
               *(key for key in (*DROPOUT_KEYS, *CLASSIFIER_KEYS) if f"model.{key}" in overridden)]
-    return {key: model_cfg[key] for key in chosen if key in model_cfg}
+    return {key: model_group[key] for key in chosen if key in model_group}
 
 
-def check_model(model_cfg: DictConfig, vocab_size: int | None) -> None:
+def check_model(model_group: DictConfig, vocab_size: int | None) -> None:
     """The group's values make a model BertConfig accepts (the rules of its fields' annotations, divisibility,
     memory), before any data is prepared; `vocab_size`: the tokenizer group's, if it names one. With `init_from`,
     see `check_loaded_model`."""
-    if not model_cfg.init_from:
-        model_config(model_cfg, vocab_size=vocab_size or 30522)
+    if not model_group.init_from:
+        model_config(model_group, vocab_size=vocab_size or 30522)
 
 
-def check_loaded_model(model_cfg: DictConfig, overridden: Collection[str]) -> None:
+def check_loaded_model(model_group: DictConfig, overridden: Collection[str]) -> None:
     """With `init_from`, the checkpoint's config with the values the group changes in it, once the checkpoint
     is known to exist and fit."""
-    if model_cfg.init_from:
-        BertConfig.from_dict({**read_config(model_cfg.init_from).to_dict(),
-                              **init_from_overrides(model_cfg, overridden)})
+    if model_group.init_from:
+        BertConfig.from_dict({**read_config(model_group.init_from).to_dict(),
+                              **init_from_overrides(model_group, overridden)})
 
 
-def check_init_from(model_cfg: DictConfig, overridden: Collection[str]) -> None:
+def check_init_from(model_group: DictConfig, overridden: Collection[str]) -> None:
     """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint."""
-    if not model_cfg.get("init_from"):
+    if not model_group.get("init_from"):
         return
     conflicts = [key for key in overridden
                  if key == "model" or key == "tokenizer.vocab_size"
                  or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
     if conflicts:
         raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
-                          f"{model_cfg.init_from}: its architecture and vocabulary come from that checkpoint's "
+                          f"{model_group.init_from}: its architecture and vocabulary come from that checkpoint's "
                           f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
 
 

@@ -84,9 +84,9 @@ def embedding_distillation_module(groups: ModuleGroups, datamodule) -> Embedding
     return module
 
 
-def checkpoint_config(model_cfg: DictConfig) -> BertConfig:
+def checkpoint_config(model_group: DictConfig) -> BertConfig:
     """The config of the checkpoint `model.init_from`, with the run-time values the model group sets."""
-    return BertConfig.from_dict({**read_config(model_cfg.init_from).to_dict(), **init_from_overrides(model_cfg)})
+    return BertConfig.from_dict({**read_config(model_group.init_from).to_dict(), **init_from_overrides(model_group)})
 
 
 def classification_module(groups: ModuleGroups, datamodule) -> L.LightningModule:
@@ -98,19 +98,19 @@ def classification_module(groups: ModuleGroups, datamodule) -> L.LightningModule
         model=model, optimizer=instantiate(groups.optimizer), scheduler=instantiate(groups.scheduler))
 
 
-def build_classifier(model_cfg: DictConfig, tokenizer, tokenizer_source: str, label_names: list[str],
+def build_classifier(model_group: DictConfig, tokenizer, tokenizer_source: str, label_names: list[str],
                      model_class: type = BertForSequenceClassification) -> BertForSequenceClassification:
     """The classifier of the `model` group for `label_names`, its vocabulary checked against `tokenizer` (read
     from `tokenizer_source`)."""
     labels = {"id2label": dict(enumerate(label_names)),
               "label2id": {name: index for index, name in enumerate(label_names)},
               "num_labels": len(label_names)}
-    if model_cfg.init_from:
+    if model_group.init_from:
         # from_pretrained logs which weights are loaded and new, and returns eval mode, which Lightning's fit keeps
-        model = model_class.from_pretrained(model_cfg.init_from, **labels, **init_from_overrides(model_cfg)).train()
+        model = model_class.from_pretrained(model_group.init_from, **labels, **init_from_overrides(model_group)).train()
     else:
         model = model_class(model_config(
-            model_cfg, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
+            model_group, vocab_size=tokenizer.get_vocab_size(), pad_token_id=special_token_ids(tokenizer)["pad"],
             **labels))
     check_vocabulary(tokenizer, model.config, tokenizer_source)
     return model
