@@ -12,6 +12,9 @@ An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbound
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
 each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`.
+
+A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
+is wrong of them together, or None; `Shares` is one: probabilities of one draw's exclusive outcomes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -77,7 +80,22 @@ class Size:
         return f"is {value:,}; bertlab accepts at most {self.limit:,}" if value > self.limit else None
 
 
+@dataclass(frozen=True)
+class Shares:
+    """The probabilities `names` of the exclusive outcomes of one draw (`outcomes` says which) add up to at most 1:
+    `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 + 0.5`. Each share's own
+    range is its annotation's."""
+    names: tuple[str, ...]
+    outcomes: str
+
+    def __call__(self, values: Mapping[str, Any]) -> str | None:
+        shares = [values[name] for name in self.names]
+        return None if sum(shares) <= 1 else \
+            f"{' + '.join(self.names)} must be at most 1 ({self.outcomes}), got {' + '.join(map(str, shares))}"
+
+
 Rule = Interval | OneOf | SomeOf | Size
+Between = Callable[[Mapping[str, Any]], str | None]
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
 Probability = Annotated[float, PROBABILITY]

@@ -1,13 +1,11 @@
-"""The rules between config keys: each value may be fine on its own and still not go with another. Each
-rule says what is wrong ("…; set …"), or None; `check` refuses the first that finds something."""
+"""The rules between the keys of the groups: each value may be fine on its own and still not go with another.
+Each rule says what is wrong ("…; set …"), or None; bertlab.argument_checks.check_between refuses the first that
+finds something. The rules of one owner's keys live with it (bertlab.training.run.model_group's `init_from`,
+bertlab.training.run.budget's `budget_minutes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 from omegaconf import DictConfig, OmegaConf
-
-from bertlab.errors import ConfigError
 
 
 def recipe_command(config: DictConfig) -> str | None:
@@ -86,10 +84,4 @@ def token_task(config: DictConfig) -> str | None:
     return None
 
 
-RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)  # between the keys of the groups
-
-
-def check(config: DictConfig, rules: Sequence[Callable[[DictConfig], str | None]] = RULES) -> None:
-    """The first of `rules` that finds something wrong refuses `config`."""
-    if problem := next(filter(None, (rule(config) for rule in rules)), None):
-        raise ConfigError(problem)
+RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)

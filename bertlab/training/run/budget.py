@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from bertlab.errors import CheckpointError, ConfigError
 from bertlab.lit.optim import WarmupSchedule
+from bertlab.training.checks.values import overridden_keys
 from bertlab.training.run import run_folder, trial
 
 log = logging.getLogger("bertlab")
@@ -61,14 +62,14 @@ class Calibration:
     elapsed_seconds: float       # the calibration as a whole, less the module's set-up
 
 
-def check_overrides(config: DictConfig, overridden: list[str]) -> None:
+def length_chosen_once(config: DictConfig) -> str | None:
     """The budget chooses the length of training: the command line cannot choose it too."""
     if config.budget_minutes is None:
-        return
-    for key in overridden:
-        if key in LENGTH_KEYS:
-            raise ConfigError(f"{key}={OmegaConf.select(config, key)} and budget_minutes={config.budget_minutes}: "
-                              f"the budget chooses trainer.max_steps itself; drop one of the two")
+        return None
+    if key := next((key for key in overridden_keys(config.hydra.overrides.task) if key in LENGTH_KEYS), None):
+        return (f"{key}={OmegaConf.select(config, key)} and budget_minutes={config.budget_minutes}: "
+                f"the budget chooses trainer.max_steps itself; drop one of the two")
+    return None
 
 
 def recorded_length(checkpoint: Path) -> tuple[int, int]:

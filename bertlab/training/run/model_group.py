@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import RUNTIME_SWITCHES, VARIANT_KEYS, BertConfig
-from bertlab.errors import CheckpointError, ConfigError
+from bertlab.errors import CheckpointError
 from bertlab.presets import CHECKPOINT_KEYS
 from bertlab.training.checks.values import overridden_keys
 
@@ -37,7 +37,7 @@ def init_from_overrides(model_cfg: DictConfig, overridden: Collection[str] | Non
     """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches, and the
     dropout probabilities and classifier input the command line set (`overridden`: the keys it set, by default
     those of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
-    by `check_init_from`)."""
+    by `init_from_keeps_architecture`)."""
     if overridden is None:
         overridden = overridden_keys(HydraConfig.get().overrides.task)
     chosen = [*RUNTIME_SWITCHES,
@@ -60,17 +60,19 @@ def check_loaded_model(config: DictConfig, overridden: Collection[str]) -> None:
                               **init_from_overrides(config.model, overridden)})
 
 
-def check_init_from(config: DictConfig, overridden: Collection[str]) -> None:
-    """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint."""
+def init_from_keeps_architecture(config: DictConfig) -> str | None:
+    """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint: the command line
+    cannot change them."""
     if not OmegaConf.select(config, "model.init_from"):
-        return
-    conflicts = [key for key in overridden
+        return None
+    conflicts = [key for key in overridden_keys(config.hydra.overrides.task)
                  if key == "model" or key == "tokenizer.vocab_size"
                  or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
     if conflicts:
-        raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
-                          f"{config.model.init_from}: its architecture and vocabulary come from that checkpoint's "
-                          f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
+        return (f"{conflicts[0]} cannot change a model loaded with model.init_from={config.model.init_from}: its "
+                f"architecture and vocabulary come from that checkpoint's config.json; drop {conflicts[0]}, or set "
+                f"model.init_from=null to train from scratch")
+    return None
 
 
 def check_vocabulary(tokenizer, config: BertConfig, tokenizer_source: str) -> None:
