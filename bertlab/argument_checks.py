@@ -2,8 +2,8 @@
 (`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
 decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
 the annotation of the argument declares (bertlab.value_rules); where a bound is known only at run time (a
-teacher's layers), `check_rules` takes the Interval made then. `check_between`: the rules between values (a
-config's keys, a taker's arguments), each saying what is wrong of them together, or None.
+teacher's layers), `check_rules` takes the Interval (or Divides) made then. `check_between`: the rules between
+values (a config's keys, a taker's arguments), each saying what is wrong of them together, or None.
 """
 
 from __future__ import annotations
