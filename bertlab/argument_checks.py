@@ -2,8 +2,8 @@
 (`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
 decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
 the annotation of the argument declares (bertlab.value_rules); where a bound is known only at run time (a
-teacher's layers), `check_rules` takes the Interval made then. `check_shares`: probabilities of one draw's
-outcomes that add up to more than 1.
+teacher's layers), `check_rules` takes the Interval (or Divides) made then. `check_between`: the rules between
+values (a config's keys, a taker's arguments), each saying what is wrong of them together, or None.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Rule, rules, violation
+from bertlab.value_rules import Between, Rule, rules, violation
 
 
 def format_value(value: Any) -> str:
@@ -28,21 +28,22 @@ def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
         raise ConfigError(f"{key}={format_value(value)}: {problem}")
 
 
-def check_shares(shares: Mapping[str, float], outcomes: str) -> None:
-    """ConfigError when `shares`, the probabilities of the exclusive outcomes of one draw (`outcomes` says which),
-    add up to more than 1: `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 +
-    0.5`. Each share's own range is its annotation's."""
-    if sum(shares.values()) > 1:
-        raise ConfigError(f"{' + '.join(shares)} must be at most 1 ({outcomes}), "
-                          f"got {' + '.join(map(str, shares.values()))}")
+def check_between(values: Mapping[str, Any], rules_: Sequence[Between]) -> None:
+    """ConfigError saying what the first of `rules_` finds wrong of `values` together: `task.compile_mode=default
+    needs task.compile=true`."""
+    if problem := next(filter(None, (rule(values) for rule in rules_)), None):
+        raise ConfigError(problem)
 
 
 Taker = TypeVar("Taker", bound=Callable)
 
 
-def checks_arguments(taker: Taker) -> Taker:
+def checks_arguments(taker: Taker | None = None, *, between: Sequence[Between] = ()) -> Taker:
     """`taker`, a function or a class (its `__init__`), checking each argument it is called with against the
-    rules of that argument's annotation before it runs, as the checks before a run do for config values."""
+    rules of that argument's annotation before it runs, as the checks before a run do for config values, then
+    its arguments (defaults filled in) against the rules `between` them: `@checks_arguments(between=(…,))`."""
+    if taker is None:
+        return functools.partial(checks_arguments, between=between)  # type: ignore[return-value]
     is_class = inspect.isclass(taker)
     function = taker.__init__ if is_class else taker
     offset = 1 if is_class else 0  # `self`, bound by the call
@@ -51,12 +52,14 @@ def checks_arguments(taker: Taker) -> Taker:
     def checked(*args: Any, **kwargs: Any) -> Any:
         signature, rules_of = argument_rules(function)
         try:
-            arguments = signature.bind_partial(*args[offset:], **kwargs).arguments
+            arguments = signature.bind_partial(*args[offset:], **kwargs)
         except TypeError:  # a call that does not fit the signature fails as it would unchecked
             return function(*args, **kwargs)
-        for name, value in arguments.items():
+        for name, value in arguments.arguments.items():
             if problem := violation(rules_of.get(name, ()), value):
                 raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
+        arguments.apply_defaults()
+        check_between(arguments.arguments, between)
         return function(*args, **kwargs)
 
     if is_class:

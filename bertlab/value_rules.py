@@ -11,7 +11,11 @@ and words its own refusal.
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
-each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`.
+each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`. `Divides`: a whole number that
+divides sizes known only at run time (check_rules takes it made then: a relation head count and two models' widths).
+
+A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
+is wrong of them together, or None; `Shares` is one: probabilities of one draw's exclusive outcomes.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -77,7 +81,34 @@ class Size:
         return f"is {value:,}; bertlab accepts at most {self.limit:,}" if value > self.limit else None
 
 
-Rule = Interval | OneOf | SomeOf | Size
+@dataclass(frozen=True)
+class Divides:
+    """A whole number from 1 that divides each of `sizes`, known at run time (two models' widths); `says` words the
+    rule after "must"."""
+    sizes: tuple[int, ...]
+    says: str
+
+    def violation(self, value: Any) -> str | None:
+        whole = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        return None if whole and not any(size % value for size in self.sizes) else f"must {self.says}"
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The probabilities `names` of the exclusive outcomes of one draw (`outcomes` says which) add up to at most 1:
+    `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 + 0.5`. Each share's own
+    range is its annotation's."""
+    names: tuple[str, ...]
+    outcomes: str
+
+    def __call__(self, values: Mapping[str, Any]) -> str | None:
+        shares = [values[name] for name in self.names]
+        return None if sum(shares) <= 1 else \
+            f"{' + '.join(self.names)} must be at most 1 ({self.outcomes}), got {' + '.join(map(str, shares))}"
+
+
+Rule = Interval | OneOf | SomeOf | Size | Divides
+Between = Callable[[Mapping[str, Any]], str | None]
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
 Probability = Annotated[float, PROBABILITY]
@@ -98,7 +129,7 @@ def metadata(annotation: Any) -> list:
 
 
 def rules(annotation: Any) -> tuple[Rule, ...]:
-    return tuple(item for item in metadata(annotation) if isinstance(item, (Interval, OneOf, SomeOf, Size)))
+    return tuple(item for item in metadata(annotation) if isinstance(item, Rule))
 
 
 def violation(rules_: Sequence[Rule], value: Any) -> str | None:

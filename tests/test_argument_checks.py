@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 import bertlab
-from bertlab.argument_checks import argument_annotations, check_shares, format_value
+from bertlab.argument_checks import argument_annotations, check_between, format_value
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.value_rules import OneOf, SomeOf, rules
+from bertlab.value_rules import OneOf, Shares, SomeOf, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
@@ -69,7 +69,8 @@ def test_every_ruled_argument_is_refused_when_python_code_passes_a_value_outside
 
 
 def test_the_shares_of_one_draw_add_up_to_at_most_one():
-    check_shares({"p_mask": 0.4, "p_replace": 0.6}, "each word is masked, replaced or kept")
+    shares = Shares(("p_mask", "p_replace"), "each word is masked, replaced or kept")
+    check_between({"p_mask": 0.4, "p_replace": 0.6}, [shares])
     with pytest.raises(ConfigError, match=re.escape("p_mask + p_replace must be at most 1 (each word is masked, "
                                                     "replaced or kept), got 0.5 + 0.6")):
-        check_shares({"p_mask": 0.5, "p_replace": 0.6}, "each word is masked, replaced or kept")
+        check_between({"p_mask": 0.5, "p_replace": 0.6}, [shares])

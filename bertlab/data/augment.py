@@ -32,12 +32,12 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from bertlab.argument_checks import check_shares, checks_arguments
+from bertlab.argument_checks import checks_arguments
 from bertlab.data.sources import load_dataset_source, read_text_lines, require_columns
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Interval, Probability
+from bertlab.value_rules import Count, Interval, Probability, Shares
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"
@@ -55,14 +55,12 @@ class Probabilities:
 
     mask 0.1, ngram 0.25 and max_ngram 5 are Tang et al.'s. replace 0.2: their part-of-speech swap
     took 0.1 of the words; TinyBERT replaces with 0.4, but only words that are not stop words, about
-    half of SST-2's; here stop words are eligible too, and the masked LM may be a small one."""
+    half of SST-2's; here stop words are eligible too, and the masked LM may be a small one. `augment`, which
+    takes them, checks their ranges and their shares."""
     mask: float = 0.1
     replace: float = 0.2
     ngram: float = 0.25
     max_ngram: int = 5
-
-    def __post_init__(self) -> None:  # each value's range is checked where augment takes it
-        check_shares({"p_mask": self.mask, "p_replace": self.replace}, "each word is masked, replaced or kept")
 
 
 @checks_arguments
@@ -160,7 +158,7 @@ class MaskedLM:
         return [row_ids[row_scores > -math.inf].tolist() for row_scores, row_ids in zip(scores.cpu(), ids.cpu())]
 
 
-@checks_arguments
+@checks_arguments(between=(Shares(("p_mask", "p_replace"), "each word is masked, replaced or kept"),))
 def augment(examples: Sequence[Sequence[str]], copies: Annotated[int, Interval("[0, inf)", whole=True)], seed: int,
             masked_lm: MaskedLM | str | os.PathLike | None = None, *, p_mask: Probability = 0.1,
             p_replace: Probability = 0.2, p_ngram: Probability = 0.25,

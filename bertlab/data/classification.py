@@ -46,7 +46,15 @@ def labelled_rows(labels: torch.Tensor) -> torch.Tensor:
     return ~labels.isnan() if labels.is_floating_point() else labels != UNLABELLED
 
 
-@checks_arguments
+def named_labels(arguments: Mapping[str, Any]) -> str | None:
+    """`label_names`, where given, name every label."""
+    label_names, num_labels = arguments["label_names"], arguments["num_labels"]
+    if label_names is not None and len(label_names) != num_labels:
+        return f"label_names has {len(label_names)} names but num_labels is {num_labels}"
+    return None
+
+
+@checks_arguments(between=(named_labels,))
 class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Train/validation/test splits of a sequence classification dataset, tokenized for BERT.
 
@@ -95,8 +103,6 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         cache_dir: str | None = None,
     ) -> None:
         super().__init__()
-        if label_names is not None and len(label_names) != num_labels:
-            raise ConfigError(f"label_names has {len(label_names)} names but num_labels is {num_labels}")
         self.source = source
         self._tokenizer_source = tokenizer
         self._tokenizer: Tokenizer | None = tokenizer if isinstance(tokenizer, Tokenizer) else None

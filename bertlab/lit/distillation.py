@@ -84,7 +84,15 @@ def layer_pairs(layer_map: Sequence[Sequence[int]] | None, student_layers: int,
     return pairs
 
 
-@checks_arguments
+def unmatched_layer_map(arguments: Mapping[str, Any]) -> str | None:
+    """A layer map pairs the hidden states that only the hidden-state term compares."""
+    if arguments["layer_map"] is not None and arguments["hidden_weight"] == 0:
+        return ("task.layer_map is set but task.hidden_weight is 0, so no hidden state is matched; "
+                "set task.hidden_weight > 0, or drop task.layer_map")
+    return None
+
+
+@checks_arguments(between=(unmatched_layer_map,))
 class DistillationModule(ClassificationModule):
     """ClassificationModule's arguments, and: `teacher`, a classifier folder with the student's labels;
     `alpha`, the weight of the teacher's term; `temperature`; `hidden_weight`, the weight of the [CLS]
@@ -108,9 +116,6 @@ class DistillationModule(ClassificationModule):
         self.save_hyperparameters(ignore=["optimizer", "scheduler", "model"])
         if dropout is not None:
             self.model.set_dropout(dropout)
-        if layer_map is not None and hidden_weight == 0:
-            raise ConfigError("task.layer_map is set but task.hidden_weight is 0, so no hidden state is matched; "
-                              "set task.hidden_weight > 0, or drop task.layer_map")
         teacher_config = teacher_folders.teacher_config(teacher)
         teacher_folders.check_labels(teacher, teacher_config, self.model.config)
         self.teacher = teacher

@@ -37,7 +37,20 @@ from bertlab.value_rules import Count, NonNegative, SomeOf
 MINILM_V2_RELATIONS = ("query-query", "key-key", "value-value")
 
 
-@checks_arguments
+def trains_masked_lm(arguments: Mapping[str, Any]) -> str | None:
+    if arguments["pretraining"].get("nsp"):
+        return "task.nsp=true: general distillation trains a BertForMaskedLM; set task.nsp=false"
+    return None
+
+
+def distils_something(arguments: Mapping[str, Any]) -> str | None:
+    if not (arguments["relation_weight"] and arguments["relations"]) and not arguments["hidden_weight"]:
+        return ("task.relation_weight and task.hidden_weight are 0 (or task.relations empty): nothing is distilled; "
+                "use task=mlm for masked LM alone")
+    return None
+
+
+@checks_arguments(between=(trains_masked_lm, distils_something))
 class GeneralDistillationModule(PretrainingModule):
     """`teacher`: a BertModel folder; `teacher_layer`: its layer (from 1) whose relations and input states the
     student's last layer learns; `relations`: names of bertlab.lit.relations.RELATIONS; `relation_heads`:
@@ -49,11 +62,6 @@ class GeneralDistillationModule(PretrainingModule):
                  relations: Annotated[Sequence[str], SomeOf(*RELATIONS)] = MINILM_V2_RELATIONS,
                  relation_heads: Count = 8, relation_weight: NonNegative = 1.0, mlm_weight: NonNegative = 1.0,
                  hidden_weight: NonNegative = 0.0, **pretraining: Any):
-        if pretraining.get("nsp"):
-            raise ConfigError("task.nsp=true: general distillation trains a BertForMaskedLM; set task.nsp=false")
-        if not (relation_weight and relations) and not hidden_weight:
-            raise ConfigError("task.relation_weight and task.hidden_weight are 0 (or task.relations empty): nothing "
-                              "is distilled; use task=mlm for masked LM alone")
         super().__init__(config, mask_token_id, **pretraining)
         student = checked_model_config(config, mask_token_id)
         self.teacher = LayerTeacher(teacher, teacher_layer)

@@ -20,7 +20,7 @@ from torch import nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from bertlab.argument_checks import check_rules, check_shares, checks_arguments
+from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
@@ -31,13 +31,14 @@ from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
-from bertlab.value_rules import Dropout, Interval, OneOf, Probability
+from bertlab.value_rules import Dropout, Interval, OneOf, Probability, Shares
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-@checks_arguments
+@checks_arguments(between=(Shares(("mask_replace_prob", "random_replace_prob"),
+                                  "a chosen token is masked, replaced or kept"),))
 class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 
@@ -68,8 +69,6 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
                  unigram_output_bias: bool = True, dropout: Dropout | None = None, static_masking: bool = False,
                  compile_mode: Annotated[str, OneOf(*COMPILE_MODES)] | None = None):
         super().__init__()
-        check_shares({"mask_replace_prob": mask_replace_prob, "random_replace_prob": random_replace_prob},
-                     "a chosen token is masked, replaced or kept")
         model_config = checked_model_config(config, mask_token_id)
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
         config = model_config.to_dict()

@@ -16,17 +16,17 @@ import math
 import torch
 import torch.nn.functional as F
 
-from bertlab.errors import ConfigError
+from bertlab.argument_checks import check_rules
+from bertlab.value_rules import Divides
 
 RELATIONS = {"query-query": ("query", "query"), "key-key": ("key", "key"), "value-value": ("value", "value"),
              "query-key": ("query", "key")}  # name → the two projections related
 
 
 def check_relation_heads(heads: int, *widths: int) -> None:
-    uneven = [width for width in widths if width % heads]
-    if heads < 1 or uneven:
-        raise ConfigError(f"task.relation_heads={heads}: must divide the hidden sizes of the teacher and the "
-                          f"student ({', '.join(map(str, widths))}), e.g. 4, 8 or 32 for 384 and 128")
+    sizes = ", ".join(map(str, widths))
+    check_rules("task.relation_heads", heads, [Divides(widths, f"divide the hidden sizes of the teacher and the "
+                                                               f"student ({sizes}), e.g. 4, 8 or 32 for 384 and 128")])
 
 
 def relation_scores(left: torch.Tensor, right: torch.Tensor, heads: int, keep: torch.Tensor) -> torch.Tensor:

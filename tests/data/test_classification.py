@@ -169,6 +169,8 @@ def test_label_names_come_from_class_label_or_map_string_labels(tmp_path, tokeni
     assert dict(zip(batch["index"].tolist(), batch["labels"].tolist())) == {0: 1, 1: 0, 2: 1}
     with pytest.raises(DataError, match="label_names"):
         ClassificationDataModule(str(strings), str(tokenizer_dir)).setup("fit")
+    with pytest.raises(ConfigError, match=r"^label_names has 3 names but num_labels is 2$"):
+        ClassificationDataModule(str(strings), str(tokenizer_dir), label_names=["neg", "pos", "meh"])
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from hydra.utils import get_object
 from lightning.pytorch import Trainer
 from omegaconf import OmegaConf
 
-from bertlab.argument_checks import check_rules
+from bertlab.argument_checks import check_between, check_rules
 from bertlab.errors import ConfigError
 from bertlab.training.checks import combinations
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
@@ -115,5 +115,5 @@ def test_the_message_names_key_value_and_rule():
 def test_a_compile_mode_needs_compile(config_module):
     config = compose("train", overrides=["task.compile_mode=reduce-overhead"], return_hydra_config=True)
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
-        combinations.check(config)
-    combinations.check(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]))
+        check_between(config, combinations.RULES)
+    check_between(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]), combinations.RULES)

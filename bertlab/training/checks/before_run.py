@@ -7,6 +7,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.argument_checks import check_between
 from bertlab.training.checks import extras
 from bertlab.training.checks import combinations, environment
 from bertlab.training.checks.known_keys import check_known_keys
@@ -14,29 +15,28 @@ from bertlab.training.checks.requirements import check_requirements
 from bertlab.training.checks.run_folder_checks import check_output_folder, check_resume, check_run_folder
 from bertlab.training.checks.values import check_tokenizer_options, check_values, overridden_keys
 from bertlab.training.launch.schema import SCHEMAS
-from bertlab.training.run import budget
-from bertlab.training.run.model_group import check_init_from, check_loaded_model, check_model
+from bertlab.training.run.model_group import check_loaded_model, check_model
 from bertlab.training.run.run_folder import is_rank_zero
 
 
 def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:
     """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
     (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
-    combinations.check(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
+    check_between(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
     extras.check_logger_packages(config.get("logger"))
     check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
     check_model(config.model, OmegaConf.select(config, "tokenizer.vocab_size", default=None))
     overridden = overridden_keys(config.hydra.overrides.task)
     check_values(config, overridden)
-    check_init_from(config.model, overridden)
+    check_between(config, [combinations.init_from_keeps_architecture])
     check_requirements(config, overridden)
     environment.check_accelerator(config)
     environment.check_search_space(config)
     environment.check_checkpoints(config)
     check_loaded_model(config.model, overridden)
-    combinations.check(config)
+    check_between(config, combinations.RULES)
     check_tokenizer_options(config)
-    budget.check_overrides(config.budget_minutes, config.trainer, overridden)
+    check_between(config, [combinations.length_chosen_once])
     if run_dir is None:
         return
     if new_run:

@@ -1,13 +1,15 @@
-"""The rules between config keys: each value may be fine on its own and still not go with another. Each
-rule says what is wrong ("…; set …"), or None; `check` refuses the first that finds something."""
+"""The rules between the keys of the groups: each value may be fine on its own and still not go with another.
+Each rule says what is wrong ("…; set …"), or None; bertlab.argument_checks.check_between refuses the first that
+finds something. The rules between a taker's own arguments live with it (`checks_arguments(between=…)`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.errors import ConfigError
+from bertlab.training.checks.values import overridden_keys
+from bertlab.training.run.model_group import ARCHITECTURE_KEYS
+
+LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
 
 
 def recipe_command(config: DictConfig) -> str | None:
@@ -86,10 +88,29 @@ def token_task(config: DictConfig) -> str | None:
     return None
 
 
-RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)  # between the keys of the groups
+def init_from_keeps_architecture(config: DictConfig) -> str | None:
+    """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint: the command line
+    cannot change them."""
+    if not OmegaConf.select(config, "model.init_from"):
+        return None
+    conflicts = [key for key in overridden_keys(config.hydra.overrides.task)
+                 if key == "model" or key == "tokenizer.vocab_size"
+                 or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
+    if conflicts:
+        return (f"{conflicts[0]} cannot change a model loaded with model.init_from={config.model.init_from}: its "
+                f"architecture and vocabulary come from that checkpoint's config.json; drop {conflicts[0]}, or set "
+                f"model.init_from=null to train from scratch")
+    return None
 
 
-def check(config: DictConfig, rules: Sequence[Callable[[DictConfig], str | None]] = RULES) -> None:
-    """The first of `rules` that finds something wrong refuses `config`."""
-    if problem := next(filter(None, (rule(config) for rule in rules)), None):
-        raise ConfigError(problem)
+def length_chosen_once(config: DictConfig) -> str | None:
+    """A time budget chooses the length of training: the command line cannot choose it too."""
+    if config.budget_minutes is None:
+        return None
+    if key := next((key for key in overridden_keys(config.hydra.overrides.task) if key in LENGTH_KEYS), None):
+        return (f"{key}={OmegaConf.select(config, key)} and budget_minutes={config.budget_minutes}: "
+                f"the budget chooses trainer.max_steps itself; drop one of the two")
+    return None
+
+
+RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)

@@ -49,7 +49,6 @@ from bertlab.lit.optim import WarmupSchedule
 from bertlab.training.run import run_folder, trial
 
 log = logging.getLogger("bertlab")
-LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
 PACE_STEPS = 10  # the fewest steps of the run's own whose pace may re-plan it
 
 
@@ -70,17 +69,6 @@ class Calibration:
     validation_seconds: float    # one validation and the checkpoints written after it
     steps_per_validation: float  # inf: the run validates only after its last step
     elapsed_seconds: float       # the calibration as a whole, less the module's set-up
-
-
-def check_overrides(minutes: float | None, trainer: DictConfig, overridden: list[str]) -> None:
-    """The budget of `minutes` chooses the length of training in the `trainer` group: the command line cannot
-    choose it too."""
-    if minutes is None:
-        return
-    for key in overridden:
-        if key in LENGTH_KEYS:
-            raise ConfigError(f"{key}={trainer.get(key.removeprefix('trainer.'))} and budget_minutes={minutes}: "
-                              f"the budget chooses trainer.max_steps itself; drop one of the two")
 
 
 def recorded_length(checkpoint: Path) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import RUNTIME_SWITCHES, VARIANT_KEYS, BertConfig
-from bertlab.errors import CheckpointError, ConfigError
+from bertlab.errors import CheckpointError
 from bertlab.presets import CHECKPOINT_KEYS
 from bertlab.training.checks.values import overridden_keys
 
@@ -37,7 +37,7 @@ def init_from_overrides(model_group: DictConfig, overridden: Collection[str] | N
     """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches, and the
     dropout probabilities and classifier input the command line set (`overridden`: the keys it set, by default
     those of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
-    by `check_init_from`)."""
+    by bertlab.training.checks.combinations)."""
     if overridden is None:
         overridden = overridden_keys(HydraConfig.get().overrides.task)
     chosen = [*RUNTIME_SWITCHES,
@@ -59,19 +59,6 @@ def check_loaded_model(model_group: DictConfig, overridden: Collection[str]) -> 
     if model_group.init_from:
         BertConfig.from_dict({**read_config(model_group.init_from).to_dict(),
                               **init_from_overrides(model_group, overridden)})
-
-
-def check_init_from(model_group: DictConfig, overridden: Collection[str]) -> None:
-    """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint."""
-    if not model_group.get("init_from"):
-        return
-    conflicts = [key for key in overridden
-                 if key == "model" or key == "tokenizer.vocab_size"
-                 or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
-    if conflicts:
-        raise ConfigError(f"{conflicts[0]} cannot change a model loaded with model.init_from="
-                          f"{model_group.init_from}: its architecture and vocabulary come from that checkpoint's "
-                          f"config.json; drop {conflicts[0]}, or set model.init_from=null to train from scratch")
 
 
 def check_vocabulary(tokenizer, config: BertConfig, tokenizer_source: str) -> None:
