@@ -7,6 +7,8 @@ exactly as the uninterrupted one would have.
 Every validation also measures the plain text with one corruption for every run (`text/`, see
 `bertlab.metrics.TEXT_MEASURE` and docs/pretraining_validation.md): 15% of its tokens, all [MASK], at
 positions fixed by the text alone, scored by the model and by a unigram model of the training tokens.
+Training may score the masked tokens with a sampled softmax instead (`softmax_samples`, see
+`bertlab.lit.sampled_softmax`); validation and `text/` keep the full softmax.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from bertlab.lit.masking import (FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens
                                  predicted_per_batch, predictions_per_row)
 from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.sampled_softmax import sampled_softmax_loss
 from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
-from bertlab.value_rules import Dropout, Interval, OneOf, Probability, Shares
+from bertlab.value_rules import Count, Dropout, Interval, OneOf, Probability, Shares
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -58,6 +61,9 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
     tensor's shape follows the batch's shape alone: with `compile` and batches padded to one length
     (data.pad_to_max_length) the model compiles once, where a changing count of masked tokens would
     make it recompile.
+    `softmax_samples` (N) trains the masked LM with a sampled softmax over the step's target tokens and N draws
+    from the vocabulary (`bertlab.lit.sampled_softmax`, which needs `set_unigram`'s counts; not with `nsp`): a
+    cheaper step, and `train/loss` then that softmax's. None: the full softmax.
     """
 
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
@@ -67,7 +73,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
                  mask_replace_prob: Probability = 0.8, random_replace_prob: Probability = 0.1,
                  special_token_ids: Sequence[int] = (), seed: int = 0, compile: bool = False,
                  unigram_output_bias: bool = True, dropout: Dropout | None = None, static_masking: bool = False,
-                 compile_mode: Annotated[str, OneOf(*COMPILE_MODES)] | None = None):
+                 compile_mode: Annotated[str, OneOf(*COMPILE_MODES)] | None = None,
+                 softmax_samples: Count | None = None):
         super().__init__()
         model_config = checked_model_config(config, mask_token_id)
         # Hyperparameters are saved as plain values: checkpoints and hparams.yaml need no bertlab class.
@@ -111,14 +118,17 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
         predicted = predicted_per_batch(batch_size, length, self.hparams.mlm_probability, self.hparams.static_masking)
         return mlm_forward_flops(self.model.config, batch_size, length, predicted)
 
-    def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator, return_logits: bool):
+    def _mask(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         self.count_batch(batch)
-        input_ids, labels = mask_tokens(
+        return mask_tokens(
             batch["input_ids"], batch["special_tokens_mask"], vocab_size=self.model.config.vocab_size,
             mask_token_id=self.hparams.mask_token_id, generator=generator,
             mlm_probability=self.hparams.mlm_probability, mask_replace_prob=self.hparams.mask_replace_prob,
             random_replace_prob=self.hparams.random_replace_prob, word_ids=batch.get("word_ids"),
             special_token_ids=self.hparams.special_token_ids, static=self.hparams.static_masking)
+
+    def _masked_forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator, return_logits: bool):
+        input_ids, labels = self._mask(batch, generator)
         inputs = {"input_ids": input_ids, "attention_mask": batch.get("attention_mask"),
                   "token_type_ids": batch.get("token_type_ids"), "labels": labels, "return_logits": return_logits,
                   "predictions_per_row": self._predictions_per_row(labels.shape[1])}
@@ -145,15 +155,33 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
         micro_batch = batch_idx % self.trainer.accumulate_grad_batches
         generator = masking_generator(self.hparams.seed, TRAIN_STREAM, self.global_rank, self.global_step,
                                       micro_batch, device=self.device)
-        output, _ = self._masked_forward(batch, generator, return_logits=False)
         batch_size = batch["input_ids"].shape[0]
+        if self.hparams.softmax_samples is not None:
+            loss = self._sampled_mlm_loss(batch, generator)
+        else:
+            output, _ = self._masked_forward(batch, generator, return_logits=False)
+            loss = output.loss
+            if self.hparams.nsp:
+                self.log_dict({"train/mlm_loss": output.mlm_loss.detach().clone(),
+                               "train/nsp_loss": output.nsp_loss.detach().clone()}, batch_size=batch_size)
         # Copies: Lightning keeps logged values past the step, and a CUDA-graph replay (compile_mode
         # reduce-overhead) writes the next outputs into the same memory.
-        self.log("train/loss", output.loss.detach().clone(), prog_bar=True, batch_size=batch_size)
-        if self.hparams.nsp:
-            self.log_dict({"train/mlm_loss": output.mlm_loss.detach().clone(),
-                           "train/nsp_loss": output.nsp_loss.detach().clone()}, batch_size=batch_size)
-        return output.loss
+        self.log("train/loss", loss.detach().clone(), prog_bar=True, batch_size=batch_size)
+        return loss
+
+    def _sampled_mlm_loss(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> torch.Tensor:
+        """The masked-LM loss with a sampled softmax: the encoder's last layer and the head's transform run at
+        the masked positions alone, as in bertlab.model.masked_lm; the sample comes from the masking's generator."""
+        input_ids, labels = self._mask(batch, generator)
+        positions = predicted_positions(labels)
+        out = self.model.bert(input_ids, batch.get("attention_mask"), batch.get("token_type_ids"),
+                              output_positions=positions)
+        targets = labels.gather(1, positions).flatten()
+        scored = targets != IGNORE_INDEX
+        head = self.model.cls.predictions
+        hidden = head.transform(out.last_hidden_state.flatten(0, 1)[scored])
+        return sampled_softmax_loss(hidden, targets[scored], head.decoder_weight, head.bias, self.unigram_log_probs,
+                                    self.hparams.softmax_samples, generator)
 
     def on_train_batch_start(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._start_cuda_graph_step()

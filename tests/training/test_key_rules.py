@@ -88,6 +88,8 @@ def test_every_library_argument_is_an_argument_of_a_shipped_config_and_of_no_cla
     ("bertlab.lit.pretraining.PretrainingModule", "task.compile_mode", "fast",
      "task.compile_mode='fast': must be one of default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs"),
     ("bertlab.lit.pretraining.PretrainingModule", "task.dropout", 1.0, "task.dropout=1.0: must be in [0, 1)"),
+    ("bertlab.lit.pretraining.PretrainingModule", "task.softmax_samples", 0,
+     "task.softmax_samples=0: must be in [1, inf)"),
     ("bertlab.lit.distillation.DistillationModule", "task.alpha", 1.5, "task.alpha=1.5: must be in [0, 1]"),
     ("bertlab.lit.distillation.DistillationModule", "task.temperature", 0, "task.temperature=0: must be in (0, inf)"),
     ("bertlab.lit.distillation.DistillationModule", "task.dropout", 1.0, "task.dropout=1.0: must be in [0, 1)"),
@@ -117,3 +119,15 @@ def test_a_compile_mode_needs_compile(config_module):
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
         check_between(config, combinations.RULES)
     check_between(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]), combinations.RULES)
+
+
+def test_a_sampled_softmax_trains_pretraining_modules_masked_lm_alone(config_module):
+    with pytest.raises(ConfigError, match=r"^task.softmax_samples=64 with task.nsp=true: the sampled softmax trains "
+                                          r"masked LM alone; set task.softmax_samples=null or task.nsp=false$"):
+        check_between(compose("train", overrides=["task=mlm_nsp", "task.softmax_samples=64"], return_hydra_config=True),
+                      combinations.RULES)
+    with pytest.raises(ConfigError, match=r"^task.softmax_samples=64: GeneralDistillationModule trains with the full "
+                                          r"softmax; set task.softmax_samples=null$"):
+        check_between(compose("train", overrides=["task=general_distill", "task.softmax_samples=64"],
+                              return_hydra_config=True), combinations.RULES)
+    check_between(compose("train", overrides=["task.softmax_samples=64"], return_hydra_config=True), combinations.RULES)
