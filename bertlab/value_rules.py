@@ -2,7 +2,7 @@
 that takes the value: `mlm_probability: Annotated[float, Interval("(0, 1)")]`, `schedule: Annotated[str,
 OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`); and what a value breaks of them ("must be
 …"), null left to the code that takes the value. Nothing here raises: bertlab.argument_checks refuses a value
-that breaks its rule, before a run (bertlab.training.checks.values checks every key of the composed config:
+that breaks its rule, before a run (bertlab.training.checks.keys checks every key of the composed config:
 `bertlab: error: <key>=<value>: must be in (0, inf)`) and when Python code calls a taker decorated with
 `checks_arguments`. A dataclass that checks its own fields when it is built (bertlab.BertConfig, whose
 config.json files are untrusted input) runs the same rules on them, and its base types, with `field_problems`,

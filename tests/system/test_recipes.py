@@ -11,9 +11,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from bertlab.errors import ConfigError
 from bertlab.recipe_files import recipe_names
-from bertlab.training.checks.known_keys import check_known_keys
+from bertlab.training.checks.keys import ConfigKeys
 from bertlab.training.launch.config_tree import register_configs
-from bertlab.training.launch.schema import SCHEMAS
 from bertlab.training.run.model_group import model_config
 
 PRIMARY = {"train": "train", "fine-tune": "fine_tune"}
@@ -129,7 +128,7 @@ GROUP_OPTIONS = {"train": ["task=mlm_nsp", "task=embedding_distill data=sentence
 def test_every_key_of_a_recipe_is_read_by_bertlab(name, tmp_path, monkeypatch):
     monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
     cfg = compose_recipe(name, command_of(name), tmp_path, keep_hydra=True)
-    check_known_keys(cfg, SCHEMAS[PRIMARY[command_of(name)]])
+    ConfigKeys.walk(cfg).check_known()
 
 
 @pytest.mark.parametrize("command, option", [(command, option) for command, options in GROUP_OPTIONS.items()
@@ -139,7 +138,7 @@ def test_every_key_of_a_shipped_config_group_is_read_by_bertlab(command, option)
     register_configs()
     with initialize_config_module("bertlab.conf", version_base="1.3"):
         cfg = compose(PRIMARY[command], overrides=option.split(), return_hydra_config=True)
-    check_known_keys(cfg, SCHEMAS[PRIMARY[command]])
+    ConfigKeys.walk(cfg).check_known()
 
 
 @pytest.mark.parametrize("override, expected", [
@@ -155,7 +154,7 @@ def test_every_key_of_a_shipped_config_group_is_read_by_bertlab(command, option)
 def test_a_key_nothing_reads_is_refused(override, expected, tmp_path):
     cfg = compose_recipe("mlm_tiny", "train", tmp_path, [override], keep_hydra=True)
     with pytest.raises(ConfigError) as error:
-        check_known_keys(cfg, SCHEMAS["train"])
+        ConfigKeys.walk(cfg).check_known()
     assert str(error.value).startswith(expected)
 
 
@@ -163,8 +162,8 @@ def test_a_key_nothing_reads_is_refused_where_a_task_passes_its_base_modules_arg
     """GeneralDistillationModule takes PretrainingModule's arguments as **kwargs: both sets are still checked."""
     cfg = compose_recipe("mlm_tiny_distill", "train", tmp_path, ["+task.relation_weigth=2"], keep_hydra=True)
     with pytest.raises(ConfigError) as error:
-        check_known_keys(cfg, SCHEMAS["train"])
+        ConfigKeys.walk(cfg).check_known()
     assert str(error.value).startswith("unknown config key 'task.relation_weigth': nothing in bertlab reads it; "
                                        "did you mean task.relation_weight?")
-    check_known_keys(compose_recipe("mlm_tiny_distill", "train", tmp_path, ["task.mlm_probability=0.3"],
-                                    keep_hydra=True), SCHEMAS["train"])
+    ConfigKeys.walk(compose_recipe("mlm_tiny_distill", "train", tmp_path, ["task.mlm_probability=0.3"],
+                                   keep_hydra=True)).check_known()

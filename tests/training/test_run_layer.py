@@ -16,8 +16,8 @@ from bertlab.argument_checks import check_between
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.lit.saved_task import SAVED_BY
 from bertlab.presets import model_preset
-from bertlab.training.checks import combinations, run_folder_checks
-from bertlab.training.checks import values
+from bertlab.training.checks import combinations
+from bertlab.training.checks.keys import overridden_keys
 from bertlab.training.launch.command_line import flags_first
 from bertlab.training.launch.config_tree import register_configs
 from bertlab.training.run import model_group, run_folder
@@ -50,26 +50,6 @@ def test_model_preset_is_the_model_group_file():
         model_preset("bert_huge")
 
 
-def test_overridden_keys_from_hydras_record():
-    assert values.overridden_keys(["+recipe=x", "model.hidden_size=3", "~foo", "++a.b=1"]) == [
-        "recipe", "model.hidden_size", "foo", "a.b"]
-
-
-def test_values_are_checked_against_the_arguments_of_their_target(compose_config):
-    values.check_target_argument(compose_config("train", "trainer.devices=auto"), "trainer.devices")
-    with pytest.raises(ConfigError, match=r"trainer.max_steps='abc': expected int \(argument 'max_steps' of "
-                                          r"lightning.pytorch.Trainer\), got str"):
-        values.check_target_argument(compose_config("train", "trainer.max_steps=abc"), "trainer.max_steps")
-
-
-def test_an_output_folder_below_a_file_is_refused(tmp_path):
-    (tmp_path / "file").write_text("")
-    run_folder_checks.check_output_folder(tmp_path / "new" / "run")
-    with pytest.raises(ConfigError, match=f"output folder {tmp_path}/file/run cannot be created: "
-                                          f"{tmp_path}/file is not a folder"):
-        run_folder_checks.check_output_folder(tmp_path / "file" / "run")
-
-
 @pytest.mark.parametrize("override, key", [("model.num_hidden_layers=4", "model.num_hidden_layers"),
                                            ("model=bert_mini", "model"),
                                            ("model.position_embedding_type=relative_key", "model.position_embedding_type")])
@@ -87,22 +67,11 @@ def test_init_from_takes_dropout_and_run_time_switches(compose_config):
 
 def test_init_from_takes_the_classifier_input_the_command_line_chooses(compose_config):
     config = compose_config("fine_tune", "model.init_from=/some/checkpoint", "model.classifier_pooling=cls")
-    overridden = values.overridden_keys(config.hydra.overrides.task)
+    overridden = overridden_keys(config.hydra.overrides.task)
     check_between(config, [combinations.init_from_keeps_architecture])
     assert model_group.init_from_overrides(config.model, overridden)["classifier_pooling"] == "cls"
     assert "classifier_pooling" not in model_group.init_from_overrides(
         compose_config("fine_tune", "model.init_from=/some/checkpoint").model, set())
-
-
-def test_the_run_folder_of_a_finished_run_is_refused_unless_resumed(tmp_path):
-    run_folder_checks.check_run_folder(tmp_path / "new", None)
-    (tmp_path / "config.yaml").write_text("")  # a failed start left only its config: not a run's results
-    run_folder_checks.check_run_folder(tmp_path, None)
-    (tmp_path / "metrics.csv").write_text("step\n")
-    with pytest.raises(ConfigError, match="already holds a run \\(metrics.csv\\)"):
-        run_folder_checks.check_run_folder(tmp_path, None)
-    run_folder_checks.check_run_folder(tmp_path, "auto")
-    run_folder_checks.check_run_folder(tmp_path, str(tmp_path / "lightning_checkpoints" / "last.ckpt"))
 
 
 def save_checkpoint(path: Path, step: int) -> Path:

@@ -10,11 +10,9 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.argument_checks import check_between
 from bertlab.training.checks import extras
 from bertlab.training.checks import combinations, environment
-from bertlab.training.checks.known_keys import check_known_keys
+from bertlab.training.checks.keys import ConfigKeys, check_tokenizer_options, overridden_keys
 from bertlab.training.checks.requirements import check_requirements
 from bertlab.training.checks.run_folder_checks import check_output_folder, check_resume, check_run_folder
-from bertlab.training.checks.values import check_tokenizer_options, check_values, overridden_keys
-from bertlab.training.launch.schema import SCHEMAS
 from bertlab.training.run.model_group import check_loaded_model, check_model
 from bertlab.training.run.run_folder import is_rank_zero
 
@@ -24,18 +22,19 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
     check_between(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
     extras.check_logger_packages(config.get("logger"))
-    check_known_keys(config, SCHEMAS[config.hydra.job.config_name])
-    check_model(config.model, OmegaConf.select(config, "tokenizer.vocab_size", default=None))
     overridden = overridden_keys(config.hydra.overrides.task)
-    check_values(config, overridden)
+    keys = ConfigKeys.walk(config, overridden)
+    keys.check_known()
+    check_model(config.model, OmegaConf.select(config, "tokenizer.vocab_size", default=None))
+    keys.check_values()
     check_between(config, [combinations.init_from_keeps_architecture])
     check_requirements(config, overridden)
-    environment.check_accelerator(config)
-    environment.check_search_space(config)
-    environment.check_checkpoints(config)
+    environment.check_accelerator(OmegaConf.select(config, "trainer.accelerator", default=None))
+    environment.check_search_space(config.hydra)
+    environment.check_checkpoints(config.model, config.task, config.data)
     check_loaded_model(config.model, overridden)
     check_between(config, combinations.RULES)
-    check_tokenizer_options(config)
+    check_tokenizer_options(config.get("tokenizer"))
     check_between(config, [combinations.length_chosen_once])
     if run_dir is None:
         return
@@ -43,4 +42,6 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
         check_output_folder(run_dir)
         if is_rank_zero():  # the other ranks of a run write into the folder rank 0 made
             check_run_folder(Path(run_dir), config.resume)
-    check_resume(config, Path(run_dir))
+    check_resume(config.resume, Path(run_dir), budget_minutes=config.budget_minutes,
+                 trainer_precision=OmegaConf.select(config, "trainer.precision"), model=config.model, task=config.task,
+                 data=config.data)

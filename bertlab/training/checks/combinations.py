@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.training.checks.values import overridden_keys
+from bertlab.training.checks.keys import overridden_keys
 from bertlab.training.run.model_group import ARCHITECTURE_KEYS
 
 LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")

@@ -15,22 +15,18 @@ if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
     from optuna.distributions import BaseDistribution
 
-# The checkpoints a run loads weights from: their encoders must fit.
-LOADED_CHECKPOINT_KEYS = ("model.init_from", "task.teacher", "data.transfer.masked_lm")
-
-
-def check_accelerator(config: DictConfig) -> None:
-    """A GPU run on a machine without one is refused here, not by Lightning inside the Trainer's construction."""
-    accelerator = OmegaConf.select(config, "trainer.accelerator", default=None)
+def check_accelerator(accelerator: str | None) -> None:
+    """A GPU run (`accelerator`: trainer.accelerator) on a machine without one is refused here, not by Lightning
+    inside the Trainer's construction."""
     if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
         raise ConfigError(f"trainer.accelerator={accelerator}: this machine has no GPU that torch can use "
                           f"(torch.cuda.is_available() is False); use trainer=cpu, or run on a GPU machine")
 
 
-def check_search_space(config: DictConfig) -> None:
-    """Each search space of an Optuna sweep (hydra.sweeper.params, and sweeps on the command line) is
-    one Optuna accepts: `tag(log, interval(0, 1e-3))` is refused here naming its key."""
-    sweeper = OmegaConf.select(config, "hydra.sweeper", default=None)
+def check_search_space(hydra: DictConfig) -> None:
+    """Each search space of an Optuna sweep (`hydra`: the config's hydra group; its sweeper.params, and sweeps on
+    the command line) is one Optuna accepts: `tag(log, interval(0, 1e-3))` is refused here naming its key."""
+    sweeper = OmegaConf.select(hydra, "sweeper", default=None)
     if sweeper is None or "optuna" not in str(sweeper.get("_target_", "")).lower():
         return
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -38,7 +34,7 @@ def check_search_space(config: DictConfig) -> None:
     parser = OverridesParser.create()
     spaces = [f"{key}={value}" for key, value in (OmegaConf.to_container(sweeper, resolve=False).get("params")
                                                   or {}).items()]
-    for text in [*spaces, *config.hydra.overrides.task]:
+    for text in [*spaces, *hydra.overrides.task]:
         override = parser.parse_override(text)
         if not override.is_sweep_override():
             continue
@@ -72,9 +68,11 @@ def optuna_distribution(override: Override) -> BaseDistribution:
     raise NotImplementedError(f"{type(value).__name__.lower()}() is not a sweep the Optuna sweeper takes")
 
 
-def check_checkpoints(config: DictConfig) -> None:
-    """The encoder of every checkpoint the run will load fits, before any folder or data is made."""
-    allow = bool(OmegaConf.select(config, "model.allow_reinitialised", default=False))
-    for key in LOADED_CHECKPOINT_KEYS:
-        if folder := OmegaConf.select(config, key, default=None):
-            check_encoder_weights_fit(folder, f"{key}={folder}", allow)
+def check_checkpoints(model: DictConfig, task: DictConfig, data: DictConfig) -> None:
+    """The encoder of every checkpoint the run will load (model.init_from, task.teacher, data.transfer.masked_lm)
+    fits, before any folder or data is made."""
+    loaded = {"model.init_from": model.init_from, "task.teacher": OmegaConf.select(task, "teacher", default=None),
+              "data.transfer.masked_lm": OmegaConf.select(data, "transfer.masked_lm", default=None)}
+    for key, folder in loaded.items():
+        if folder:
+            check_encoder_weights_fit(folder, f"{key}={folder}", bool(model.allow_reinitialised))

@@ -53,31 +53,31 @@ def check_holds_nothing(output: str, held: Sequence[str], what: str, kind: str, 
         raise ConfigError(f"{output} already holds {what} ({', '.join(held)}); choose a new {kind}, or {instead}")
 
 
-def check_resume(config: DictConfig, run_dir: Path) -> None:
-    """The checkpoint of `resume` was saved by this command and task, for this model's shape; with a
-    budget or `trainer.precision: fastest`, its run folder's config.yaml holds the steps or the
-    precision to keep."""
-    checkpoint = run_folder.resume_path(config.resume, run_dir)
+def check_resume(resume: str | None, run_dir: Path, *, budget_minutes: float | None, trainer_precision: str | None,
+                 model: DictConfig, task: DictConfig, data: DictConfig) -> None:
+    """The checkpoint of `resume` was saved by this command and task, for this model's shape (the run's `model`,
+    `task` and `data` groups); with a budget or `trainer.precision: fastest`, its run folder's config.yaml holds
+    the steps or the precision to keep."""
+    checkpoint = run_folder.resume_path(resume, run_dir)
     if checkpoint is None:
         return
-    if config.budget_minutes is not None:
+    if budget_minutes is not None:
         budget.recorded_length(Path(checkpoint))
-    if OmegaConf.select(config, "trainer.precision") == precision.FASTEST:
+    if trainer_precision == precision.FASTEST:
         precision.recorded_precision(Path(checkpoint))
-    task = config.task._target_.rpartition(".")[2]
+    task_name = task._target_.rpartition(".")[2]
     saved_task = run_folder.checkpoint_task(Path(checkpoint))
-    if saved_task != task:
-        raise CheckpointError(f"resume={config.resume}: {checkpoint} was saved by {saved_task} ("
+    if saved_task != task_name:
+        raise CheckpointError(f"resume={resume}: {checkpoint} was saved by {saved_task} ("
                               f"{'train' if saved_task in TRAIN_TASKS else 'fine-tune'}), not by this run's "
-                              f"{task}; resume a checkpoint of the same command")
+                              f"{task_name}; resume a checkpoint of the same command")
     saved = run_folder.checkpoint_hyperparameters(Path(checkpoint))
-    model = (read_config(config.model.init_from).to_dict() if config.model.init_from
-             else OmegaConf.to_container(config.model, resolve=True))
-    expected = {f"model.{key}": model.get(key) for key in ARCHITECTURE_KEYS}
-    if task == "PretrainingModule":
-        expected["task.nsp"] = bool(config.task.nsp)
-    elif task not in TRAIN_TASKS:
-        expected["data.num_labels"] = config.data.num_labels
+    shape = read_config(model.init_from).to_dict() if model.init_from else OmegaConf.to_container(model, resolve=True)
+    expected = {f"model.{key}": shape.get(key) for key in ARCHITECTURE_KEYS}
+    if task_name == "PretrainingModule":
+        expected["task.nsp"] = bool(task.nsp)
+    elif task_name not in TRAIN_TASKS:
+        expected["data.num_labels"] = data.num_labels
     # A checkpoint saved before a key existed was built with its default.
     defaults = {f"model.{f.name}": f.default for f in dataclasses.fields(BertConfig) if f.name in ARCHITECTURE_KEYS}
     found = {**defaults, **{f"model.{key}": value for key, value in saved.get("config", {}).items()},
@@ -86,5 +86,5 @@ def check_resume(config: DictConfig, run_dir: Path) -> None:
     differing = [f"{key} (run {value}, checkpoint {found.get(key)})" for key, value in expected.items()
                  if found.get(key) != value]
     if differing:
-        raise CheckpointError(f"resume={config.resume}: {checkpoint} does not fit this run: "
+        raise CheckpointError(f"resume={resume}: {checkpoint} does not fit this run: "
                               f"{'; '.join(differing)}")

@@ -11,7 +11,7 @@ from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import RUNTIME_SWITCHES, VARIANT_KEYS, BertConfig
 from bertlab.errors import CheckpointError
 from bertlab.presets import CHECKPOINT_KEYS
-from bertlab.training.checks.values import overridden_keys
+from bertlab.training.checks.keys import overridden_keys
 
 DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
 # What the classifier reads: a masked-LM checkpoint carries no classifier, so fine-tuning builds it fresh and may

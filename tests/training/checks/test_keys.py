@@ -1,6 +1,7 @@
-"""One rule per config key (bertlab.value_rules, bertlab.training.checks.values): every key of every shipped
-config — each option of each group, each GLUE task, each recipe — is declared by what takes its value, with
-exactly one rule; every number has a range; the rules refuse what they should, in one line."""
+"""One walk over a config's keys (bertlab.training.checks.keys), one rule per key (bertlab.value_rules): every key of
+every shipped config — each option of each group, each GLUE task, each recipe — is declared by what takes its value,
+with exactly one rule; every number has a range; the rules refuse what they should, in one line; a key nothing reads
+is reported before any value."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from bertlab.argument_checks import check_between, check_rules
 from bertlab.errors import ConfigError
 from bertlab.training.checks import combinations
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
-from bertlab.training.checks.values import NOT_JUDGED, argument_declaration, declarations
+from bertlab.training.checks.keys import (NOT_JUDGED, ConfigKeys, argument_declaration, check_type, declarations,
+                                          overridden_keys)
 from bertlab.training.launch.schema import SCHEMAS
 from bertlab.value_rules import POSITIVE, OneOf
 from tests.training.shipped_configs import composed_trees
@@ -112,6 +114,33 @@ def test_the_message_names_key_value_and_rule():
     check_rules("optimizer.lr", None, (POSITIVE,))
     check_rules("trainer.devices", "auto", (LIBRARY_ARGUMENTS[Trainer]["devices"],))
     check_rules("trainer.val_check_interval", "00:00:30:00", (LIBRARY_ARGUMENTS[Trainer]["val_check_interval"],))
+
+
+def test_overridden_keys_from_hydras_record():
+    assert overridden_keys(["+recipe=x", "model.hidden_size=3", "~foo", "++a.b=1"]) == [
+        "recipe", "model.hidden_size", "foo", "a.b"]
+
+
+def declaration_of(config, key: str):
+    return next(declaration for declaration in ConfigKeys.walk(config).declarations if declaration.key == key)
+
+
+def test_values_are_checked_against_the_arguments_of_their_target(config_module):
+    check_type(declaration_of(compose("train", overrides=["trainer.devices=auto"], return_hydra_config=True),
+                              "trainer.devices"))
+    with pytest.raises(ConfigError, match=r"trainer.max_steps='abc': expected int \(argument 'max_steps' of "
+                                          r"lightning.pytorch.Trainer\), got str"):
+        check_type(declaration_of(compose("train", overrides=["trainer.max_steps=abc"], return_hydra_config=True),
+                                  "trainer.max_steps"))
+
+
+def test_a_key_nothing_reads_is_reported_before_a_value_that_breaks_its_rule(config_module):
+    config = compose("train", overrides=["optimizer.lr=-1", "+trainer.max_epoch=3"], return_hydra_config=True)
+    keys = ConfigKeys.walk(config, overridden_keys(config.hydra.overrides.task))
+    with pytest.raises(ConfigError, match="^unknown config key 'trainer.max_epoch'"):
+        keys.check_known()
+    with pytest.raises(ConfigError, match=r"^optimizer.lr=-1: must be in \(0, inf\)$"):
+        keys.check_values()
 
 
 def test_a_compile_mode_needs_compile(config_module):

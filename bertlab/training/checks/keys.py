@@ -1,22 +1,25 @@
-"""The one checker of config values. Each key of a composed config has one declaration: the annotation of
-what takes its value (bertlab.value_rules) — an argument of the `_target_` its group builds, a field of the
-command's schema, of the tokenizer group's or of a settings dataclass an argument names (`data.transfer`:
-TransferSettings); for the arguments of other libraries' classes, the type of their annotation and the
-range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, annotated
-with their rules; BertConfig runs them itself, in a model config's words (bertlab.training.run.model_group.check_model).
+"""The one walk over the keys of a composed config, and the one checker of their values. Each key has one
+declaration: the annotation of what takes its value (bertlab.value_rules) — an argument of the `_target_` its group
+builds, a field of the command's schema, of the tokenizer group's or of a settings dataclass an argument names
+(`data.transfer`: TransferSettings); for the arguments of other libraries' classes, the type of their annotation and
+the range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, annotated with
+their rules; BertConfig runs them itself, in a model config's words (bertlab.training.run.model_group.check_model).
 
-Every value is checked against its range or choices; a value the command line set for a `_target_`'s
-argument also against its type (Hydra's schemas type the other keys while composing).
-tests/training/test_key_rules.py walks `declarations` of every shipped config: each key has exactly one.
-The same walk says which keys nothing reads (bertlab.training.checks.known_keys).
+`ConfigKeys.walk` reads each key's declaration once. `check_known`: every key is one that some part of bertlab reads —
+a key nothing reads would leave its value without effect (`+max_epochs=3` trains for trainer.max_epochs).
+`check_values`: every value against its range or choices; a value the command line set for a `_target_`'s argument
+also against its type (Hydra's schemas type the other keys while composing).
+tests/training/checks/test_keys.py walks `declarations` of every shipped config: each key has exactly one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import importlib
 import inspect
+import re
 import types
 import typing
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -40,6 +43,7 @@ NAMED_SPECS = ("callbacks", "logger")  # groups of named `_target_` nodes, each 
 # interpolations, `${paths.data_dir}`): the GLUE task's record and the paths.
 READ_BY_CODE = {"glue.task": str, "glue.metrics": list[str], "paths.data_dir": str | None, "paths.output_dir": str,
                 "paths.run_dir": str}
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class Declaration:
     annotation: Any = NOT_JUDGED
     rules: tuple[Rule, ...] = ()
     known: bool = True  # whether some part of bertlab reads the key
+    argument: bool = False  # an argument of a `_target_`, which Hydra's schemas do not type
 
 
 def overridden_keys(overrides: Sequence[str]) -> list[str]:
@@ -59,43 +64,101 @@ def overridden_keys(overrides: Sequence[str]) -> list[str]:
     return [override.split("=", 1)[0].lstrip("+~") for override in overrides]
 
 
-def check_values(config: DictConfig, overridden: Collection[str]) -> None:
-    """Every value against its range or choices, then each value the command line set for a `_target_`'s
-    argument against its type."""
-    tree = OmegaConf.to_container(config, resolve=False)
-    tree.pop("hydra", None)
-    for declaration in declarations(tree, SCHEMAS[config.hydra.job.config_name]):
-        if declaration.key.startswith("model."):  # checked by BertConfig (check_model, check_loaded_model)
-            continue
-        value = declaration.value
-        if declaration.rules and isinstance(value, str) and "${" in value:
-            value = OmegaConf.select(config, declaration.key, default=None)  # as its taker will get it
-        check_rules(declaration.key, value, declaration.rules)
-    for key in overridden:
-        check_target_argument(config, key)
+@dataclass(frozen=True)
+class ConfigKeys:
+    """The keys of a composed config, walked once (`walk`): `tree`, its container without `hydra`, interpolations
+    unresolved, and the declaration of each leaf key. bertlab.training.checks.before_run runs `check_known`, the
+    model group's checks, then `check_values`."""
+    config: DictConfig
+    overridden: Collection[str]  # the keys the command line set (`overridden_keys`)
+    tree: dict
+    declarations: tuple[Declaration, ...]
+
+    @classmethod
+    def walk(cls, config: DictConfig, overridden: Collection[str] = ()) -> ConfigKeys:
+        """Each key of `config` once, with its declaration; a key is read where an interpolation, anywhere in the
+        config (`hydra` too), or bertlab's code reads it."""
+        tree = OmegaConf.to_container(config, resolve=False)
+        read = interpolated_keys(tree) | set(READ_BY_CODE)
+        tree.pop("hydra", None)
+        return cls(config, overridden, tree,
+                   tuple(declarations(tree, SCHEMAS[config.hydra.job.config_name], read)))
+
+    def check_known(self) -> None:
+        """Every key is one that some part of bertlab reads: a field of the command's schema at the top or of a
+        group's schema (model, tokenizer), an argument of the `_target_` a group builds, a key read by an
+        interpolation or by bertlab's code (READ_BY_CODE); whether it came from a recipe, `+` or `++`. The first
+        reported: a top-level key, then a group's, then the model's."""
+        unknown = sorted((declaration.key for declaration in self.declarations if not declaration.known),
+                         key=lambda key: ("." in key, key.startswith("model.")))
+        if unknown:
+            raise ConfigError(f"unknown config key {unknown[0]!r}{unknown_key_hint(unknown[0], self.tree)}")
+
+    def check_values(self) -> None:
+        """Every value against its range or choices, then each value the command line set for a `_target_`'s
+        argument against its type (`check_type`)."""
+        # The model group's values are checked by BertConfig (model_group.check_model, check_loaded_model).
+        judged = [declaration for declaration in self.declarations if not declaration.key.startswith("model.")]
+        for declaration in judged:
+            value = declaration.value
+            if declaration.rules and isinstance(value, str) and "${" in value:
+                value = OmegaConf.select(self.config, declaration.key, default=None)  # as its taker will get it
+            check_rules(declaration.key, value, declaration.rules)
+        arguments = {declaration.key: declaration for declaration in judged if declaration.argument}
+        for declaration in (arguments[key] for key in self.overridden if key in arguments):
+            check_type(declaration)
 
 
-def check_target_argument(config: DictConfig, key: str) -> None:
-    """A value set on the command line for an argument of a `_target_` (trainer, data, optimizer, …)
-    must fit that argument's annotation: `trainer.devices=auto` passes (int | str | list),
-    `trainer.max_steps=abc` does not (int). Null, interpolations and declared choices are not judged."""
-    parent_key, _, name = key.rpartition(".")
-    parent = OmegaConf.select(config, parent_key) if parent_key else None
-    if not isinstance(parent, DictConfig) or name not in parent or not isinstance(parent.get("_target_"), str):
-        return
-    expected, rules_ = argument_declaration(parent._target_, name)
-    value = OmegaConf.to_container(parent, resolve=False)[name]
+def check_type(declaration: Declaration) -> None:
+    """The value of a `_target_`'s argument against the type of its annotation: `trainer.devices=auto` passes
+    (int | str | list), `trainer.max_steps=abc` does not (int). Null, interpolations and declared choices are not
+    judged."""
+    expected, value = declaration.annotation, declaration.value
     if expected is NOT_JUDGED or isinstance(expected, str) or any(isinstance(rule, OneOf) and value in rule
-                                                                  for rule in rules_):
+                                                                  for rule in declaration.rules):
         return
     if not accepts(expected, value):
-        raise ConfigError(f"{key}={format_value(value)}: expected {type_name(expected)} "
-                          f"(argument {name!r} of {parent._target_}), got {type(value).__name__}")
+        raise ConfigError(f"{declaration.key}={format_value(value)}: expected {type_name(expected)} "
+                          f"({declaration.taker}), got {type(value).__name__}")
 
 
-def check_tokenizer_options(config: DictConfig) -> None:
+def unknown_key_hint(key: str, tree: dict) -> str:
+    """What to do instead of `key`: a `+model.…` key that Hydra's schema let in, one of BertConfig's fields;
+    another, the key of `tree` spelt most like it."""
+    if key.startswith("model."):
+        fields = ", ".join(ModelSchema.__dataclass_fields__)
+        return f"; the model group takes the fields of bertlab.BertConfig: {fields}"
+    near = closest_key(key, dotted_keys(tree))
+    return ": nothing in bertlab reads it" + (f"; did you mean {near}?" if near else
+                                              "; see the group's keys with --cfg job")
+
+
+def interpolated_keys(tree: Any) -> set[str]:
+    """The keys that interpolations anywhere in `tree` read: `${paths.data_dir}` → paths.data_dir."""
+    if isinstance(tree, dict):
+        return set().union(*map(interpolated_keys, tree.values()))
+    if isinstance(tree, list):
+        return set().union(*map(interpolated_keys, tree))
+    return set(INTERPOLATION.findall(tree)) if isinstance(tree, str) else set()
+
+
+def closest_key(key: str, keys: list[str]) -> str | None:
+    """The key of `keys` whose last part is spelt most like `key`'s: max_epochs → trainer.max_epochs."""
+    others = [other for other in keys if other != key]
+    near = difflib.get_close_matches(key.rpartition(".")[2], [other.rpartition(".")[2] for other in others], n=1,
+                                     cutoff=0.75)
+    return next((other for other in others if other.rpartition(".")[2] == near[0]), None) if near else None
+
+
+def dotted_keys(node: Any, prefix: str = "") -> list[str]:
+    if not isinstance(node, dict):
+        return [prefix[:-1]] if prefix else []
+    return [key for name, value in node.items() for key in dotted_keys(value, f"{prefix}{name}.")]
+
+
+def check_tokenizer_options(tokenizer: DictConfig | None) -> None:
     """The tokenizer group's training options, as `WordPieceOptions` checks them (a never-split token with spaces)."""
-    if (tokenizer := OmegaConf.select(config, "tokenizer", default=None)) is not None:
+    if tokenizer is not None:
         WordPieceOptions(**{option.name: tokenizer[option.name] for option in dataclasses.fields(WordPieceOptions)})
 
 
@@ -144,7 +207,7 @@ def group_declarations(prefix: str, node: dict, read: Collection[str], reach: st
                 yield from field_declarations(key, value, settings, settings=True)
             else:
                 yield Declaration(key, value, f"argument {name!r} of {target}", annotation, rules_,
-                                  known=parameters is None or name in parameters)
+                                  known=parameters is None or name in parameters, argument=True)
         elif prefix in NAMED_SPECS and not isinstance(value, dict):  # each entry is built by its own `_target_`
             yield Declaration(key, value, f"an entry of the {prefix} group, null: left out", Mapping | None)
         elif isinstance(value, dict):
