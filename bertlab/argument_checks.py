@@ -1,7 +1,8 @@
 """A value refused where it enters, as a ConfigError that names it: a config key's before a run
 (`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
 decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
-the annotation of the argument declares (bertlab.value_rules); where a bound is known only at run time (a
+the annotation of the argument declares (bertlab.value_rules), and a taker refuses null where that annotation does
+not admit it (`augment(p_mask=None): must be a number in [0, 1]`); where a bound is known only at run time (a
 teacher's layers), `check_rules` takes the Interval (or Divides) made then. `check_between`: the rules between
 values (a config's keys, a taker's arguments), each saying what is wrong of them together, or None.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Between, Rule, rules, violation
+from bertlab.value_rules import Between, Rule, base_types, rules, violation
 
 
 def format_value(value: Any) -> str:
@@ -50,13 +51,13 @@ def checks_arguments(taker: Taker | None = None, *, between: Sequence[Between] =
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        signature, rules_of = argument_rules(function)
+        signature, rules_of, nullable = argument_rules(function)
         try:
             arguments = signature.bind_partial(*args[offset:], **kwargs)
         except TypeError:  # a call that does not fit the signature fails as it would unchecked
             return function(*args, **kwargs)
         for name, value in arguments.arguments.items():
-            if problem := violation(rules_of.get(name, ()), value):
+            if problem := violation(rules_of.get(name, ()), value, null=name in nullable):
                 raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
         arguments.apply_defaults()
         check_between(arguments.arguments, between)
@@ -69,13 +70,17 @@ def checks_arguments(taker: Taker | None = None, *, between: Sequence[Between] =
 
 
 @functools.lru_cache(maxsize=None)
-def argument_rules(function: Callable) -> tuple[inspect.Signature, Mapping[str, tuple[Rule, ...]]]:
-    """The signature of `function` without `self`, and the rules of each of its arguments that has any; read
-    at the first call, when every name its annotations use is defined."""
+def argument_rules(function: Callable
+                   ) -> tuple[inspect.Signature, Mapping[str, tuple[Rule, ...]], frozenset[str]]:
+    """The signature of `function` without `self`, the rules of each of its arguments that has any, and those of
+    them whose annotation admits None (`Count | None`: the others refuse it); read at the first call, when every
+    name its annotations use is defined."""
     signature = inspect.signature(function)
     parameters = [parameter for parameter in signature.parameters.values() if parameter.name != "self"]
-    return signature.replace(parameters=parameters), {
-        name: found for name, annotation in argument_annotations(function).items() if (found := rules(annotation))}
+    annotations = argument_annotations(function)
+    rules_of = {name: found for name, annotation in annotations.items() if (found := rules(annotation))}
+    nullable = frozenset(name for name in rules_of if type(None) in base_types(annotations[name]))
+    return signature.replace(parameters=parameters), rules_of, nullable
 
 
 def argument_annotations(function: Callable) -> dict[str, Any]:

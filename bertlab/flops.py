@@ -35,20 +35,24 @@ def encoder_forward_flops(config: BertConfig, batch_size: int, length: int,
     return (config.num_hidden_layers - 1) * layer(tokens) + layer(last)
 
 
-def mlm_head_forward_flops(config: BertConfig, predicted: float) -> float:
+def mlm_head_forward_flops(config: BertConfig, predicted: float, scored_tokens: float | None = None) -> float:
     """The head's transform (H×H) and decoder (H×V) on `predicted` positions: every position for a
-    stock model, only the masked ones for bertlab's sparse prediction."""
+    stock model, only the masked ones for bertlab's sparse prediction. `scored_tokens`: the decoder
+    scores that many tokens of the vocabulary (a sampled softmax's candidates) instead of all V."""
     hidden = config.hidden_size
-    return 2 * predicted * hidden**2 + 2 * predicted * hidden * config.vocab_size
+    scored = config.vocab_size if scored_tokens is None else scored_tokens
+    return 2 * predicted * hidden**2 + 2 * predicted * hidden * scored
 
 
 def mlm_forward_flops(config: BertConfig, batch_size: int, length: int, predicted: float,
-                      last_layer_rows: float | None = None) -> float:
+                      last_layer_rows: float | None = None, scored_tokens: float | None = None) -> float:
     """bertlab's sparse masked LM: the last layer runs at the `predicted` positions too, unless
     `last_layer_rows` says otherwise (with dynamic masking each row is filled up to the batch's most
-    masked tokens in a row; those filling rows are not model FLOPs, as padding is not)."""
+    masked tokens in a row; those filling rows are not model FLOPs, as padding is not); the decoder
+    over `scored_tokens` of the vocabulary (see mlm_head_forward_flops)."""
     rows = predicted if last_layer_rows is None else last_layer_rows
-    return encoder_forward_flops(config, batch_size, length, rows) + mlm_head_forward_flops(config, predicted)
+    return (encoder_forward_flops(config, batch_size, length, rows)
+            + mlm_head_forward_flops(config, predicted, scored_tokens))
 
 
 def mlm_training_flops(config: BertConfig, batch_size: int, length: int, predicted: float,

@@ -844,6 +844,22 @@ def predicted_positions(labels: torch.Tensor, per_row: int | None = None) -> tor
     return (labels == IGNORE_INDEX).to(torch.uint8).argsort(dim=1, stable=True)[:, :per_row]
 
 
+def predicted_states(sequence_output: torch.Tensor, labels: torch.Tensor, predictions_per_row: int | None = None,
+                     positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The states the MLM head scores and their labels, [N, H] and [N], at `predicted_positions` in row order:
+    `sequence_output` is already at them when `positions` are given (the encoder's last layer ran only there), else
+    it is gathered. Without `predictions_per_row`, the labelled positions alone; with it, every row's whole block,
+    labelled -100 at the filling positions."""
+    if positions is None:
+        positions = predicted_positions(labels, predictions_per_row)
+        sequence_output = gather_positions(sequence_output, positions)
+    hidden, targets = sequence_output.flatten(0, 1), labels.gather(1, positions).flatten()
+    if predictions_per_row is None:
+        selected = targets != IGNORE_INDEX
+        hidden, targets = hidden[selected], targets[selected]
+    return hidden, targets
+
+
 def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
               predictions_per_row: int | None = None, positions: torch.Tensor | None = None,
               differentiable_logits: bool = False):
@@ -855,8 +871,7 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
     computes a loss of its own from these logits asks for `differentiable_logits` (the slower path of
     a plain cross-entropy over logits kept for the backward pass), or calls without labels.
 
-    The head reads `predicted_positions` ([B, P]): `sequence_output` is already at them when
-    `positions` are given (the encoder's last layer ran only there), else it is gathered. Without
+    The head reads `predicted_states`, at `predicted_positions` ([B, P]). Without
     `predictions_per_row`, P is the batch's most labels in a row and the filling positions are dropped:
     the logits are those of the labelled positions in row order, as many as masking chose, a shape
     that changes every batch. With it (at least the most labels of any row) the head predicts the same
@@ -865,17 +880,9 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
     """
     if labels is None:
         return head(sequence_output), None
-    if positions is None:
-        positions = predicted_positions(labels, predictions_per_row)
-        sequence_output = gather_positions(sequence_output, positions)
-    hidden, targets = sequence_output.flatten(0, 1), labels.gather(1, positions).flatten()
-    if predictions_per_row is None:
-        selected = targets != IGNORE_INDEX
-        hidden, targets = hidden[selected], targets[selected]
-        # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
-        count = max(targets.numel(), 1)
-    else:
-        count = (targets != IGNORE_INDEX).sum().clamp(min=1)
+    hidden, targets = predicted_states(sequence_output, labels, predictions_per_row, positions)
+    # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
+    count = max(targets.numel(), 1) if predictions_per_row is None else (targets != IGNORE_INDEX).sum().clamp(min=1)
     # Chunked on CPU, as the logits would not stay in its cache; a GPU does one large matmul faster
     # (benchmarks.mlm_head_loss: 2.1 against 3.3 ms compiled, BERT-Base's batch-256 block on an H200).
     # Without gradients, logits are wanted whole (validation): the plain path computes them once.

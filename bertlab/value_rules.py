@@ -4,7 +4,8 @@ OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`); and what a
 …"), null left to the code that takes the value. Nothing here raises: bertlab.argument_checks refuses a value
 that breaks its rule, before a run (bertlab.training.checks.keys checks every key of the composed config:
 `bertlab: error: <key>=<value>: must be in (0, inf)`) and when Python code calls a taker decorated with
-`checks_arguments`. A dataclass that checks its own fields when it is built (bertlab.BertConfig, whose
+`checks_arguments`, which also refuses null where the annotation does not admit it (`Probability`, not
+`Probability | None`). A dataclass that checks its own fields when it is built (bertlab.BertConfig, whose
 config.json files are untrusted input) runs the same rules on them, and its base types, with `field_problems`,
 and words its own refusal.
 
@@ -132,9 +133,12 @@ def rules(annotation: Any) -> tuple[Rule, ...]:
     return tuple(item for item in metadata(annotation) if isinstance(item, Rule))
 
 
-def violation(rules_: Sequence[Rule], value: Any) -> str | None:
-    """What `value` breaks of the first of `rules_` it breaks ("must be …"); None when it fits them or is null."""
-    return next((problem for rule in rules_ if value is not None and (problem := rule.violation(value))), None)
+def violation(rules_: Sequence[Rule], value: Any, null: bool = True) -> str | None:
+    """What `value` breaks of the first of `rules_` it breaks ("must be …"); None when it fits them, or is null and
+    `null` lets it be (an annotation that admits None, or a config value left to its taker)."""
+    if value is None and null:
+        return None
+    return next((problem for rule in rules_ if (problem := rule.violation(value))), None)
 
 
 TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "text"}

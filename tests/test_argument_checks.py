@@ -16,8 +16,10 @@ import pytest
 import bertlab
 from bertlab.argument_checks import argument_annotations, check_between, format_value
 from bertlab.config import BertConfig
+from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
-from bertlab.value_rules import OneOf, Shares, SomeOf, rules
+from bertlab.lit.pretraining import PretrainingModule
+from bertlab.value_rules import OneOf, Shares, SomeOf, base_types, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
@@ -66,6 +68,22 @@ def test_every_ruled_argument_is_refused_when_python_code_passes_a_value_outside
     value = outside(rules_[0])
     with pytest.raises(ConfigError, match=re.escape(f"{taker.__qualname__}({name}={format_value(value)}): must be")):
         taker(**{name: value})
+
+
+NOT_NULL = [(taker, name) for taker, name, _ in RULED
+            if type(None) not in base_types(argument_annotations(vars(taker).get("__init__", taker))[name])]
+
+
+def test_some_ruled_arguments_admit_null_and_the_others_do_not():
+    assert 0 < len(NOT_NULL) < len(RULED)
+    assert (augment, "p_mask") in NOT_NULL and (PretrainingModule, "softmax_samples") not in NOT_NULL
+
+
+@pytest.mark.parametrize("taker, name", NOT_NULL, ids=[f"{taker.__name__}.{name}" for taker, name in NOT_NULL])
+def test_a_ruled_argument_whose_annotation_does_not_admit_null_refuses_it_in_one_line(taker, name):
+    with pytest.raises(ConfigError, match=re.escape(f"{taker.__qualname__}({name}=None): must be")) as error:
+        taker(**{name: None})
+    assert "\n" not in str(error.value)
 
 
 def test_the_shares_of_one_draw_add_up_to_at_most_one():

@@ -50,7 +50,15 @@ def distils_something(arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
-@checks_arguments(between=(trains_masked_lm, distils_something))
+def full_softmax(arguments: Mapping[str, Any]) -> str | None:
+    """The training step is this module's own: PretrainingModule's sampled softmax has no part in it."""
+    if (samples := arguments["pretraining"].get("softmax_samples")) is not None:
+        return (f"task.softmax_samples={samples}: GeneralDistillationModule trains with the full softmax; "
+                f"set task.softmax_samples=null")
+    return None
+
+
+@checks_arguments(between=(trains_masked_lm, full_softmax, distils_something))
 class GeneralDistillationModule(PretrainingModule):
     """`teacher`: a BertModel folder; `teacher_layer`: its layer (from 1) whose relations and input states the
     student's last layer learns; `relations`: names of bertlab.lit.relations.RELATIONS; `relation_heads`:

@@ -33,15 +33,25 @@ from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.sampled_softmax import sampled_softmax_loss
 from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
-from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions
+from bertlab.model import (IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions,
+                           predicted_states)
 from bertlab.value_rules import Count, Dropout, Interval, OneOf, Probability, Shares
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
+def sampled_masked_lm_alone(arguments: Mapping[str, Any]) -> str | None:
+    """The sampled softmax stands for the masked-LM loss in the training step, which then trains no next-sentence
+    prediction."""
+    if (samples := arguments["softmax_samples"]) is not None and arguments["nsp"]:
+        return (f"task.softmax_samples={samples} with task.nsp=true: the sampled softmax trains masked LM alone; "
+                f"set task.softmax_samples=null or task.nsp=false")
+    return None
+
+
 @checks_arguments(between=(Shares(("mask_replace_prob", "random_replace_prob"),
-                                  "a chosen token is masked, replaced or kept"),))
+                                  "a chosen token is masked, replaced or kept"), sampled_masked_lm_alone))
 class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """Trains `BertForPreTraining` (MLM + NSP) when `nsp`, else `BertForMaskedLM`.
 
@@ -65,6 +75,8 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
     from the vocabulary (`bertlab.lit.sampled_softmax`, which needs `set_unigram`'s counts; not with `nsp`): a
     cheaper step, and `train/loss` then that softmax's. None: the full softmax.
     """
+
+    _scored_tokens: int | None = None  # the tokens the last sampled softmax scored (`forward_flops`)
 
     def __init__(self, config: BertConfig | Mapping[str, Any], mask_token_id: int,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
@@ -114,9 +126,12 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
         self.unigram_log_probs = unigram_log_probs(token_counts, self.hparams.special_token_ids).float().to(self.device)
 
     def forward_flops(self, batch_size: int, length: int) -> float:
-        # NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out.
+        # NSP's pooler and classifier (B·H² against the encoder's B·L·H²) are left out. A training step with the
+        # sampled softmax decodes over its candidates alone (the last step's count); validation over the vocabulary.
         predicted = predicted_per_batch(batch_size, length, self.hparams.mlm_probability, self.hparams.static_masking)
-        return mlm_forward_flops(self.model.config, batch_size, length, predicted)
+        sampled = self.training and self.hparams.softmax_samples is not None
+        return mlm_forward_flops(self.model.config, batch_size, length, predicted,
+                                 scored_tokens=self._scored_tokens if sampled else None)
 
     def _mask(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         self.count_batch(batch)
@@ -171,17 +186,18 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
 
     def _sampled_mlm_loss(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> torch.Tensor:
         """The masked-LM loss with a sampled softmax: the encoder's last layer and the head's transform run at
-        the masked positions alone, as in bertlab.model.masked_lm; the sample comes from the masking's generator."""
+        the masked positions alone (bertlab.model.predicted_states, as masked_lm reads them); the sample comes
+        from the masking's generator."""
         input_ids, labels = self._mask(batch, generator)
         positions = predicted_positions(labels)
         out = self.model.bert(input_ids, batch.get("attention_mask"), batch.get("token_type_ids"),
                               output_positions=positions)
-        targets = labels.gather(1, positions).flatten()
-        scored = targets != IGNORE_INDEX
+        hidden, targets = predicted_states(out.last_hidden_state, labels, positions=positions)
         head = self.model.cls.predictions
-        hidden = head.transform(out.last_hidden_state.flatten(0, 1)[scored])
-        return sampled_softmax_loss(hidden, targets[scored], head.decoder_weight, head.bias, self.unigram_log_probs,
-                                    self.hparams.softmax_samples, generator)
+        loss, self._scored_tokens = sampled_softmax_loss(
+            head.transform(hidden), targets, head.decoder_weight, head.bias, self.unigram_log_probs,
+            self.hparams.softmax_samples, generator)
+        return loss
 
     def on_train_batch_start(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         self._start_cuda_graph_step()

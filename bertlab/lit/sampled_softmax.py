@@ -21,12 +21,14 @@ PROPOSAL_POWER = 0.75  # word2vec's: flatter than the unigram distribution, so t
 
 
 def sampled_softmax_loss(hidden: torch.Tensor, targets: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                         unigram_log_probs: torch.Tensor, samples: int, generator: torch.Generator) -> torch.Tensor:
+                         unigram_log_probs: torch.Tensor, samples: int,
+                         generator: torch.Generator) -> tuple[torch.Tensor, int]:
     """The mean over rows of −log softmax over candidates c of (hidden · weight[c] + bias[c] − correction(c)) at the
-    row's target, the candidates being the targets and the tokens drawn. `hidden` [rows, H]: the MLM head's
-    transformed states at the masked positions; `targets` [rows]: their tokens; `weight` [V, H] and `bias` [V]: the
-    decoder's; `unigram_log_probs` [V]: the training tokens' (bertlab.lit.pretraining.unigram_log_probs, where
-    special tokens count as unseen ones); `generator` draws the sample."""
+    row's target, the candidates being the targets and the tokens drawn, each once; and how many candidates there
+    were (the decoder's width, for the step's FLOPs). `hidden` [rows, H]: the MLM head's transformed states at the
+    masked positions; `targets` [rows]: their tokens; `weight` [V, H] and `bias` [V]: the decoder's;
+    `unigram_log_probs` [V]: the training tokens' (bertlab.lit.pretraining.unigram_log_probs, where special tokens
+    count as unseen ones); `generator` draws the sample."""
     proposal = (PROPOSAL_POWER * unigram_log_probs).softmax(0)
     drawn = torch.multinomial(proposal, samples, replacement=True, generator=generator)
     candidates, index = torch.unique(torch.cat((targets, drawn)), return_inverse=True)
@@ -34,4 +36,4 @@ def sampled_softmax_loss(hidden: torch.Tensor, targets: torch.Tensor, weight: to
     correction = torch.where(torch.isin(candidates, targets), 0.0, drawn_at_all.log())
     logit_bias = -correction if bias is None else bias[candidates] - correction
     loss = linear_cross_entropy_sum(hidden, weight[candidates], logit_bias, index[:targets.numel()])
-    return loss / max(targets.numel(), 1)
+    return loss / max(targets.numel(), 1), candidates.numel()

@@ -198,6 +198,10 @@ def test_a_masked_lm_folder_is_read_by_path_and_a_classifier_is_refused(masked_l
     ({"p_mask": 0.6, "p_replace": 0.6}, "p_mask \\+ p_replace must be at most 1"),
     ({"max_ngram": 0}, r"augment\(max_ngram=0\): must be in \[1, inf\)"),
     ({"copies": -1}, r"augment\(copies=-1\): must be in \[0, inf\)"),
+    ({"p_mask": None}, r"^augment\(p_mask=None\): must be a number in \[0, 1\]$"),
+    ({"p_ngram": None}, r"^augment\(p_ngram=None\): must be a number in \[0, 1\]$"),
+    ({"max_ngram": None}, r"^augment\(max_ngram=None\): must be a whole number in \[1, inf\)$"),
+    ({"copies": None}, r"^augment\(copies=None\): must be a whole number in \[0, inf\)$"),
 ])
 def test_bad_settings_are_one_line_errors(settings, message):
     arguments = {"copies": 2, **settings}

@@ -108,6 +108,8 @@ def test_the_export_is_a_plain_masked_lm_that_transformers_loads(teacher, tmp_pa
                                      "query-query, key-key, value-value, query-key"),
     ({"relation_weight": 0.0}, "nothing is distilled; use task=mlm"),
     ({"nsp": True}, "task.nsp=true: general distillation trains a BertForMaskedLM"),
+    ({"softmax_samples": 64}, "^task.softmax_samples=64: GeneralDistillationModule trains with the full softmax; "
+                              "set task.softmax_samples=null$"),
 ])
 def test_bad_settings_are_one_line_errors(teacher, options, message):
     with pytest.raises(ConfigError, match=message):

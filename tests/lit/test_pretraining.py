@@ -30,6 +30,14 @@ def test_the_shares_of_a_chosen_token_add_up_to_at_most_one():
         pretraining_module(mask_replace_prob=0.8, random_replace_prob=0.3)
 
 
+def test_a_sampled_softmax_trains_masked_lm_alone():
+    with pytest.raises(ConfigError, match=r"^task.softmax_samples=64 with task.nsp=true: the sampled softmax trains "
+                                          r"masked LM alone; set task.softmax_samples=null or task.nsp=false$"):
+        pretraining_module(softmax_samples=64, nsp=True)
+    pretraining_module(softmax_samples=64)
+    pretraining_module(nsp=True)
+
+
 @pytest.mark.slow
 def test_pretraining_learns_a_memorisable_batch_and_logs_artifacts(tmp_path):
     torch.manual_seed(0)  # the initial weights: this test's outcome must not hang on the tests run before it

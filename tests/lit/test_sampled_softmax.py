@@ -29,11 +29,13 @@ def test_with_every_token_drawn_for_sure_the_loss_and_its_gradients_are_the_full
     # Uneven counts, specials as unseen tokens: the rarest is drawn with probability ~1e-3 a draw, so 10⁵ draws
     # take every token with π = 1 to float precision, and no logit is corrected.
     log_probs = unigram_log_probs(torch.randint(0, 50, (VOCAB,)).numpy(), SPECIALS).float()
-    sampled = sampled_softmax_loss(hidden, targets, weight, bias, log_probs, 10**5, torch.Generator().manual_seed(0))
+    sampled, candidates = sampled_softmax_loss(hidden, targets, weight, bias, log_probs, 10**5,
+                                               torch.Generator().manual_seed(0))
     sampled_grads = torch.autograd.grad(sampled, (hidden, weight, bias))
     full = F.cross_entropy(F.linear(hidden, weight, bias), targets)
     full_grads = torch.autograd.grad(full, (hidden, weight, bias))
 
+    assert candidates == VOCAB
     assert sampled.item() == pytest.approx(full.item(), rel=1e-5)
     for ours, theirs in zip(sampled_grads, full_grads):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-6)

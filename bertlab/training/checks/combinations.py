@@ -66,22 +66,6 @@ def compile_mode(config: DictConfig) -> str | None:
     return None
 
 
-def sampled_softmax(config: DictConfig) -> str | None:
-    """A sampled softmax stands for the masked-LM loss in PretrainingModule's own training step, which then trains
-    no next-sentence prediction."""
-    samples = OmegaConf.select(config, "task.softmax_samples", default=None)
-    if samples is None:
-        return None
-    if OmegaConf.select(config, "task.nsp", default=False):
-        return (f"task.softmax_samples={samples} with task.nsp=true: the sampled softmax trains masked LM alone; "
-                f"set task.softmax_samples=null or task.nsp=false")
-    task = str(OmegaConf.select(config, "task._target_", default=""))
-    if not task.endswith(".PretrainingModule"):
-        return (f"task.softmax_samples={samples}: {task.rsplit('.', 1)[-1]} trains with the full softmax; "
-                f"set task.softmax_samples=null")
-    return None
-
-
 # A task that reads its own kind of data, and the data: (module, data module, task option, what it does, data to give).
 PAIRED_TASKS = ((".TokenClassificationModule", ".TokenClassificationDataModule", "token_classification",
                  "tags words", "holds a tag per word", "a token dataset such as data=conll2003"),
@@ -129,4 +113,4 @@ def length_chosen_once(config: DictConfig) -> str | None:
     return None
 
 
-RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, sampled_softmax, token_task)
+RULES = (transfer, embedding_student, classifier_tokenizer, copy_pairs, compile_mode, token_task)

@@ -148,15 +148,3 @@ def test_a_compile_mode_needs_compile(config_module):
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
         check_between(config, combinations.RULES)
     check_between(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]), combinations.RULES)
-
-
-def test_a_sampled_softmax_trains_pretraining_modules_masked_lm_alone(config_module):
-    with pytest.raises(ConfigError, match=r"^task.softmax_samples=64 with task.nsp=true: the sampled softmax trains "
-                                          r"masked LM alone; set task.softmax_samples=null or task.nsp=false$"):
-        check_between(compose("train", overrides=["task=mlm_nsp", "task.softmax_samples=64"], return_hydra_config=True),
-                      combinations.RULES)
-    with pytest.raises(ConfigError, match=r"^task.softmax_samples=64: GeneralDistillationModule trains with the full "
-                                          r"softmax; set task.softmax_samples=null$"):
-        check_between(compose("train", overrides=["task=general_distill", "task.softmax_samples=64"],
-                              return_hydra_config=True), combinations.RULES)
-    check_between(compose("train", overrides=["task.softmax_samples=64"], return_hydra_config=True), combinations.RULES)
