@@ -63,10 +63,39 @@ def checks_arguments(taker: Taker | None = None, *, between: Sequence[Between] =
         check_between(arguments.arguments, between)
         return function(*args, **kwargs)
 
+    checked.between = tuple(between)  # for check_taken_together, which judges a config's values before a run
     if is_class:
         taker.__init__ = checked
         return taker
     return checked  # type: ignore[return-value]
+
+
+def check_taken_together(taker: Callable, values: Mapping[str, Any]) -> None:
+    """The rules `between` that `taker` (a class: and its base classes) declares with `checks_arguments`, on
+    `values`, the arguments a config gives it, defaults filled in: a config refused before anything is built, in the
+    words the call would use. A rule that reads an argument only the run supplies (a model config) is left to the
+    call."""
+    owners = taker.__mro__ if inspect.isclass(taker) else (taker,)
+    for owner in owners:
+        checked = vars(owner).get("__init__") if inspect.isclass(taker) else owner
+        if not getattr(checked, "between", ()):
+            continue
+        signature = inspect.signature(inspect.unwrap(checked))
+        takes_any = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values())
+        try:
+            arguments = signature.bind_partial(**(values if takes_any else
+                                                  {name: value for name, value in values.items()
+                                                   if name in signature.parameters}))
+        except TypeError:  # values that do not fit the signature are refused where they are walked
+            continue
+        arguments.apply_defaults()
+        for rule in checked.between:
+            try:
+                problem = rule(arguments.arguments)
+            except KeyError:  # an argument the run supplies
+                continue
+            if problem:
+                raise ConfigError(problem)
 
 
 @functools.lru_cache(maxsize=None)

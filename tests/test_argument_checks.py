@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import bertlab
-from bertlab.argument_checks import argument_annotations, check_between, format_value
+from bertlab.argument_checks import (argument_annotations, check_between, check_taken_together, checks_arguments,
+                                     format_value)
 from bertlab.config import BertConfig
 from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
@@ -92,3 +93,24 @@ def test_the_shares_of_one_draw_add_up_to_at_most_one():
     with pytest.raises(ConfigError, match=re.escape("p_mask + p_replace must be at most 1 (each word is masked, "
                                                     "replaced or kept), got 0.5 + 0.6")):
         check_between({"p_mask": 0.5, "p_replace": 0.6}, [shares])
+
+
+def test_check_taken_together_judges_a_config_by_the_rules_a_taker_declares_and_leaves_run_arguments_to_the_call():
+    def wider_than_model(arguments):
+        return "width must exceed the model's" if arguments["width"] <= arguments["model_width"] else None
+
+    def positive_width(arguments):
+        return "width must be positive" if arguments["width"] <= 0 else None
+
+    @checks_arguments(between=(wider_than_model, positive_width))
+    class Taker:
+        def __init__(self, model_width: int, width: int = 4):
+            self.width = width
+
+    check_taken_together(Taker, {"width": 8})  # model_width comes with the run: the first rule waits for the call
+    with pytest.raises(ConfigError, match="^width must be positive$"):
+        check_taken_together(Taker, {"width": -1})
+    with pytest.raises(ConfigError, match="^width must exceed the model's$"):
+        check_taken_together(Taker, {"width": 2, "model_width": 4})
+    with pytest.raises(ConfigError, match="^width must exceed the model's$"):
+        Taker(model_width=4, width=2)

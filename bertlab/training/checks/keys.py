@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from bertlab.argument_checks import argument_annotations, check_rules, format_value
+from bertlab.argument_checks import argument_annotations, check_rules, check_taken_together, format_value
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
@@ -107,6 +108,17 @@ class ConfigKeys:
         arguments = {declaration.key: declaration for declaration in judged if declaration.argument}
         for declaration in (arguments[key] for key in self.overridden if key in arguments):
             check_type(declaration)
+
+    def check_taken_together(self) -> None:
+        """The rules between the arguments of each `_target_` the config builds, that its taker declares
+        (`checks_arguments(between=…)`): refused here, before the data is prepared, rather than when it is built."""
+        for key in target_keys(self.tree):
+            try:
+                values = OmegaConf.to_container(OmegaConf.select(self.config, key), resolve=True)
+            except OmegaConfBaseException:  # a value that cannot be resolved is reported by the run
+                continue
+            if (taker := taker_of(str(values["_target_"]))) is not None:
+                check_taken_together(taker, {name: value for name, value in values.items() if name not in HYDRA_KEYS})
 
 
 def check_type(declaration: Declaration) -> None:
@@ -225,10 +237,8 @@ def argument_declaration(target: str, name: str) -> tuple[Any, tuple[Rule, ...]]
     """The annotation of the argument `name` of the class or function `target` (for a class, of the first
     `__init__` up its MRO that names it) and its rules: those in the annotation and in LIBRARY_ARGUMENTS.
     An annotation that cannot be evaluated stays its text; NOT_JUDGED where there is none."""
-    module_name, _, attribute = target.rpartition(".")
-    try:
-        taker = getattr(importlib.import_module(module_name), attribute)
-    except Exception:  # an unimportable target is reported when it is instantiated
+    taker = taker_of(target)
+    if taker is None:
         return NOT_JUDGED, ()
     owners = inspect.getmro(taker) if inspect.isclass(taker) else (taker,)
     annotation = NOT_JUDGED
@@ -244,12 +254,27 @@ def argument_declaration(target: str, name: str) -> tuple[Any, tuple[Rule, ...]]
 @functools.lru_cache(maxsize=None)
 def target_parameters(target: str) -> frozenset[str] | None:
     """The argument names of `target`; None when it takes any (**kwargs) or cannot be imported."""
+    taker = taker_of(target)
+    return None if taker is None else accepted_parameters(taker)
+
+
+@functools.lru_cache(maxsize=None)
+def taker_of(target: str) -> Any:
+    """The class or function a `_target_` names; None where it cannot be imported (reported when it is built)."""
     module_name, _, attribute = target.rpartition(".")
     try:
-        function = getattr(importlib.import_module(module_name), attribute)
-        return accepted_parameters(function)
-    except Exception:  # an unimportable target is reported when it is instantiated
+        return getattr(importlib.import_module(module_name), attribute)
+    except Exception:
         return None
+
+
+def target_keys(node: dict, prefix: str = "") -> Iterator[str]:
+    """The keys of the `_target_` nodes in `node` (a config's container), outermost first."""
+    if "_target_" in node and prefix:
+        yield prefix[:-1]
+    for name, value in node.items():
+        if isinstance(value, dict):
+            yield from target_keys(value, f"{prefix}{name}.")
 
 
 def accepted_parameters(function: Any) -> frozenset[str] | None:

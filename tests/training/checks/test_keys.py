@@ -148,3 +148,24 @@ def test_a_compile_mode_needs_compile(config_module):
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
         check_between(config, combinations.RULES)
     check_between(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]), combinations.RULES)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["task=mlm_nsp", "task.softmax_samples=64"], r"^task.softmax_samples=64 with task.nsp=true: the sampled softmax "),
+    (["task.mask_replace_prob=0.9", "task.random_replace_prob=0.2"],
+     r"^mask_replace_prob \+ random_replace_prob must be at most 1 \(a chosen token is masked, replaced or kept\), "
+     r"got 0.9 \+ 0.2$"),
+    (["task=general_distill", "task.softmax_samples=64"],
+     r"^task.softmax_samples=64: GeneralDistillationModule trains with the full softmax"),  # a base class's rules too
+])
+def test_the_rules_a_taker_declares_between_its_arguments_refuse_a_config_before_the_run(config_module, overrides,
+                                                                                           message):
+    config = compose("train", overrides=overrides, return_hydra_config=True)
+    with pytest.raises(ConfigError, match=message):
+        ConfigKeys.walk(config).check_taken_together()
+
+
+def test_the_shipped_configs_pass_the_rules_their_takers_declare(config_module):
+    ConfigKeys.walk(compose("fine_tune", overrides=["+recipe=sst2"], return_hydra_config=True)).check_taken_together()
+    ConfigKeys.walk(compose("train", overrides=["+recipe=mlm_tiny_wiki"], return_hydra_config=True)
+                    ).check_taken_together()
