@@ -41,6 +41,11 @@ def to_state(state: dict[str, torch.Tensor], config: BertConfig, model_class: st
     return state
 
 
+def code_files() -> dict[str, str]:
+    """No code in the folder: transformers has BERT's classes."""
+    return {}
+
+
 def from_state(state: dict[str, torch.Tensor], expected: set[str]) -> dict[str, torch.Tensor]:
     """Older names as bertlab's: `gamma`/`beta` → `weight`/`bias`, the decoder bias alias, buffers dropped."""
     result = {}

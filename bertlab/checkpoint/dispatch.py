@@ -6,10 +6,12 @@ fit; `export_pretrained` writes a model and its tokenizer whole."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,7 +21,6 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
-from bertlab.checkpoint import bert, modernbert, remote_code
 from bertlab.checkpoint.fitting import LoadReport, fit_state
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
@@ -27,11 +28,23 @@ from bertlab.files import write_atomically
 from bertlab.tokenizer import save_tokenizer
 
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
-# Each format module has MODEL_TYPE, TOKENIZER_INPUT_NAMES, detect, saves, config_values, config_text,
-# to_state and from_state. Saving takes the first that saves the model: ModernBERT's and BERT's classes
-# in transformers before the model's own code.
-FORMATS = (modernbert, bert, remote_code)
+# The format modules of this package, each imported when a checkpoint is tried in it: saving a BERT reads no
+# ModernBERT or remote-code module. Each has MODEL_TYPE, TOKENIZER_INPUT_NAMES, detect, saves, config_values,
+# config_text, to_state, from_state and code_files. A folder is read in the first that detects it, a model saved in
+# the first that saves it: BERT's and ModernBERT's classes in transformers (which never both take one config, nor
+# one config.json) before the model's own code (remote_code), which saves any.
+FORMATS = ("bert", "modernbert", "remote_code")
 log = logging.getLogger("bertlab")
+
+
+def format_module(name: str) -> ModuleType:
+    """The format module `name` (one of FORMATS), imported now."""
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+def formats() -> Iterator[ModuleType]:
+    """The format modules in FORMATS' order, each imported when the one before it did not fit."""
+    return map(format_module, FORMATS)
 
 
 def read_config_file(path: str | os.PathLike) -> tuple[Path, dict[str, Any]]:
@@ -53,10 +66,11 @@ def read_config_file(path: str | os.PathLike) -> tuple[Path, dict[str, Any]]:
 def folder_format(path: str | os.PathLike) -> tuple[ModuleType, Path, dict]:
     """The format of a checkpoint folder (or of its config.json), config.json's path and its values."""
     path, values = read_config_file(path)
-    found = next((form for form in FORMATS if form.detect(values)), None)
+    found = next((form for form in formats() if form.detect(values)), None)
     if found is None:
-        raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert', "
-                              f"'modernbert' and its own '{remote_code.MODEL_TYPE}'")
+        *others, own = (form.MODEL_TYPE for form in formats())
+        raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads "
+                              f"{', '.join(map(repr, others))} and its own {own!r}")
     return found, path, values
 
 
@@ -70,9 +84,10 @@ def read_bert_config(path: str | os.PathLike) -> BertConfig:
     """BertConfig.from_json_file: the BertConfig of a config.json in BERT's format (or of a folder's), the
     format BertConfig writes; any other is refused."""
     path, values = read_config_file(path)
+    bert = format_module("bert")
     if not bert.detect(values):
-        raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads 'bert' here "
-                              f"(read other checkpoint formats with bertlab.checkpoint.dispatch.read_config)")
+        raise CheckpointError(f"{path}: model_type is {values['model_type']!r}; bertlab reads {bert.MODEL_TYPE!r} "
+                              f"here (read other checkpoint formats with bertlab.checkpoint.dispatch.read_config)")
     return _checked_config(path, bert.config_values(values))
 
 
@@ -128,17 +143,17 @@ def load_pretrained(model_class: type, path: str | os.PathLike, ignore_mismatche
 
 
 def save_format(model: torch.nn.Module) -> ModuleType:
-    """The format `model` saves in: ModernBERT's where its knobs are ModernBERT's, BERT's for a 2018 BERT,
+    """The format `model` saves in: BERT's for a 2018 BERT, ModernBERT's where its knobs are ModernBERT's,
     its own modelling code (remote_code) for any other mix."""
-    return next(form for form in FORMATS if form.saves(model.config, type(model).__name__))
+    return next(form for form in formats() if form.saves(model.config, type(model).__name__))
 
 
 def checkpoint_files(model: torch.nn.Module) -> tuple[str, dict[str, torch.Tensor], dict[str, str]]:
     """config.json's text, the tensors under their saved names, and the code files (remote code only)."""
     architecture, form = type(model).__name__, save_format(model)
     tensors = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()}
-    code = remote_code.remote_code_files() if form is remote_code else {}
-    return form.config_text(model.config, architecture), form.to_state(tensors, model.config, architecture), code
+    return (form.config_text(model.config, architecture), form.to_state(tensors, model.config, architecture),
+            form.code_files())
 
 
 def save_pretrained(model: torch.nn.Module, path: str | os.PathLike) -> None:

@@ -66,6 +66,11 @@ def config_text(config: BertConfig, model_class: str) -> str:
     return json.dumps(modernbert_config_values(config, model_class), indent=2, sort_keys=True) + "\n"
 
 
+def code_files() -> dict[str, str]:
+    """No code in the folder: transformers has ModernBERT's classes."""
+    return {}
+
+
 def modernbert_config_values(config: BertConfig, architecture: str) -> dict[str, Any]:
     """ModernBertConfig's fields for `config` (a ModernBERT-shaped one), as config.json holds them."""
     values = config.to_dict()

@@ -47,6 +47,10 @@ class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, 
     bertlab.lit.optim). `dropout` (a probability) replaces the student's dropout for this run; the
     exported config keeps the student's values, which fine-tuning then uses."""
 
+    # Its model is a pretrained student, `model.init_from`'s: bertlab.training.run.modules builds the module from
+    # that checkpoint, and before the data, so that its teacher is checked before the texts are read.
+    pretrained_student = True
+
     def __init__(self, config: BertConfig | Mapping[str, Any], teacher: str | None = None,
                  optimizer: Callable[..., torch.optim.Optimizer] | None = None,
                  scheduler: Callable[..., torch.optim.lr_scheduler.LRScheduler] | None = None,

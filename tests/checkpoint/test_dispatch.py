@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -353,3 +355,15 @@ def test_saved_files_are_ordinary_readable_files(tmp_path):
     saved(BertModel(small_config()), tmp_path)
     for name in ("config.json", "model.safetensors"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name
+
+
+def test_saving_and_reading_a_bert_imports_no_other_formats_module(tmp_path):
+    """The dispatcher imports a format's module when it tries it: BERT's is tried first."""
+    script = ("import sys; from bertlab import BertForMaskedLM; from bertlab.checkpoint.dispatch import read_config; "
+              "from tests import factories; "
+              f"BertForMaskedLM(factories.small_config(vocab_size=120)).save_pretrained({str(tmp_path)!r}); "
+              f"read_config({str(tmp_path)!r}); BertForMaskedLM.from_pretrained({str(tmp_path)!r}); "
+              "print(sorted(name for name in sys.modules if name.startswith('bertlab.checkpoint.')))")
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert output.strip().splitlines()[-1] == ("['bertlab.checkpoint.bert', 'bertlab.checkpoint.dispatch', "
+                                               "'bertlab.checkpoint.fitting']")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bertlab.checkpoint.remote_code import carried_modules, config_text, remote_code_files
+from bertlab.checkpoint.remote_code import carried_modules, code_files, config_text
 from tests.factories import small_config
 
 
@@ -15,14 +15,14 @@ def test_an_export_carries_the_modelling_modules_and_no_format_or_tokenizer_code
 
 
 def test_the_modelling_adapter_imports_every_carried_module_for_transformers_to_copy():
-    files = remote_code_files()
+    files = code_files()
     assert all(f"from .{name[:-3]} import" in files["modeling_bertlab.py"] for name in carried_modules())
     assert sorted(set(files) - set(carried_modules())) == ["modeling_bertlab.py"]
 
 
 def test_the_auto_map_names_classes_of_the_adapter_for_the_config_and_every_model():
     auto_map = json.loads(config_text(small_config(position_embedding_type="rotary"), "BertForMaskedLM"))["auto_map"]
-    adapter = remote_code_files()["modeling_bertlab.py"]
+    adapter = code_files()["modeling_bertlab.py"]
     assert auto_map["AutoConfig"] == "modeling_bertlab.BertlabConfig" and "AutoModelForMaskedLM" in auto_map
     assert all(module == "modeling_bertlab" and f"\nclass {name}(" in adapter
                for module, name in (reference.split(".") for reference in auto_map.values()))

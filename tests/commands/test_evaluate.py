@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from bertlab.commands.evaluate import evaluate
 from bertlab.data.classification import ClassificationDataModule
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.model import BertForSequenceClassification
 from tests.bertlab_runs import run_in_process
 from tests.commands.test_fine_tune import save, tokenizer

@@ -9,8 +9,8 @@ import torch
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import DataLoader
 
-from bertlab.lit import PretrainingModule
 from bertlab.lit.optim import warmup_schedule
+from bertlab.lit.pretraining import PretrainingModule
 from tests import factories
 
 VOCAB, MASK_ID = 100, 4

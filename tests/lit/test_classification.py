@@ -9,7 +9,7 @@ import torch
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.model import BertForSequenceClassification
 from tests.lit.helpers import adamw, classification_batch, loader, small_config, trainer
 

@@ -7,7 +7,7 @@ import pytest
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from bertlab.errors import BertlabError
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.lit.finite_loss import FiniteLossGuard
 from tests.lit.helpers import adamw, classification_batch, loader, small_config, trainer
 

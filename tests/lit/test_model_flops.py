@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bertlab.flops import classification_forward_flops, mlm_forward_flops
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.lit.masking import masking_generator
 from tests.lit.helpers import classification_batch, pretraining_batch, pretraining_module, small_config
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bertlab.errors import ConfigError
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.lit.optim import build_optimizer, parameter_groups, warmup_schedule
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from tests.lit.helpers import adamw, classification_batch, loader, model_weights, small_config, trainer

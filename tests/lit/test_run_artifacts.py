@@ -11,7 +11,8 @@ import torch
 from lightning.pytorch.callbacks import EMAWeightAveraging, ModelCheckpoint
 
 from bertlab.errors import ConfigError
-from bertlab.lit import ClassificationModule, run_artifacts
+from bertlab.lit import run_artifacts
+from bertlab.lit.classification import ClassificationModule
 from bertlab.lit.run_artifacts import ExportPretrained, MetricsArtifacts
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, train_tokenizer

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.lit.saved_task import SAVED_BY
 from tests.lit.helpers import pretraining_module, small_config
 

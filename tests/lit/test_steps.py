@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bertlab.lit import ClassificationModule
+from bertlab.lit.classification import ClassificationModule
 from bertlab.lit.steps import SeedEveryStep, ValidateFinalStep
 from tests.lit.helpers import adamw, classification_batch, loader, small_config, trainer
 

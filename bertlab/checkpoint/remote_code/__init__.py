@@ -64,7 +64,7 @@ def carried_modules() -> dict[str, str]:
     return files
 
 
-def remote_code_files() -> dict[str, str]:
+def code_files() -> dict[str, str]:
     """Every .py file of a remote-code export: the adapter and the carried bertlab modules. The adapter
     imports each carried module itself: transformers copies a local folder's files into its module cache
     only one relative import deep."""

@@ -1,7 +1,10 @@
 """The data module and LightningModule a run's config asks for (bertlab.training.run.fit.run_training builds
 them): for `train`, masked-LM pretraining (`PretrainingModule`) or a teacher's sentence embeddings learnt by a
 pretrained student (`EmbeddingDistillationModule`); for `fine-tune`, a sequence classifier from a bertlab or
-Hugging Face checkpoint (`model.init_from`) or from scratch, or its distillation."""
+Hugging Face checkpoint (`model.init_from`) or from scratch, or its distillation.
+
+The task's class is the one `task._target_` names, and only it is imported (Hydra's `get_class`); how it is built
+is read from the class itself (`pretrained_student`, `model_class`), so a run imports no other task's module."""
 
 from __future__ import annotations
 
@@ -15,8 +18,6 @@ from omegaconf import DictConfig
 
 from bertlab.checkpoint.dispatch import load_into, read_config
 from bertlab.config import BertConfig
-from bertlab.lit.embedding_distillation import EmbeddingDistillationModule
-from bertlab.lit.pretraining import PretrainingModule
 from bertlab.model import BertForSequenceClassification
 from bertlab.tokenizer import special_token_ids
 from bertlab.training.run.model_group import check_vocabulary, init_from_overrides, model_config
@@ -38,12 +39,12 @@ class ModuleGroups:
 
 
 def build(groups: ModuleGroups) -> tuple[L.LightningModule, L.LightningDataModule]:
-    """The LightningModule of `groups.task` and the data module of `groups.data`, set up for fit. A
-    sentence-embedding student is built before its texts are read (its teacher is checked first), the other
-    modules after the data (they read its labels or word counts)."""
+    """The LightningModule of `groups.task` and the data module of `groups.data`, set up for fit. A task class with
+    `pretrained_student` (the sentence-embedding distillation's) is built before its texts are read (its teacher
+    is checked first), the other modules after the data (they read its labels or word counts)."""
     fine_tuning = groups.command == "fine-tune"
     datamodule = instantiate(groups.data, _convert_="all")  # plain lists in hparams: checkpoints load with weights_only
-    if not fine_tuning and issubclass(get_class(groups.task._target_), EmbeddingDistillationModule):
+    if not fine_tuning and getattr(get_class(groups.task._target_), "pretrained_student", False):
         module = embedding_distillation_module(groups, datamodule)
         datamodule.setup("fit")
         return module, datamodule
@@ -51,7 +52,9 @@ def build(groups: ModuleGroups) -> tuple[L.LightningModule, L.LightningDataModul
     return (classification_module if fine_tuning else pretraining_module)(groups, datamodule), datamodule
 
 
-def pretraining_module(groups: ModuleGroups, datamodule) -> PretrainingModule:
+def pretraining_module(groups: ModuleGroups, datamodule) -> L.LightningModule:
+    """A masked-LM task's module (bertlab.lit.pretraining.PretrainingModule or a subclass) for the tokenizer of
+    `datamodule`: a fresh model of the `model` group, or `model.init_from`'s to continue pretraining."""
     tokenizer = datamodule.tokenizer
     ids = special_token_ids(tokenizer)
     if groups.model.init_from:  # continue pretraining: the checkpoint's architecture, its weights below
@@ -74,8 +77,9 @@ def pretraining_module(groups: ModuleGroups, datamodule) -> PretrainingModule:
     return module
 
 
-def embedding_distillation_module(groups: ModuleGroups, datamodule) -> EmbeddingDistillationModule:
-    """The student of `model.init_from` (required, see bertlab.training.checks) with its weights."""
+def embedding_distillation_module(groups: ModuleGroups, datamodule) -> L.LightningModule:
+    """A task's module that trains a pretrained student (bertlab.lit.embedding_distillation): the student of
+    `model.init_from` (required, see bertlab.training.checks) with its weights."""
     config = checkpoint_config(groups.model)
     module = instantiate(groups.task, _partial_=True)(
         config, optimizer=instantiate(groups.optimizer), scheduler=instantiate(groups.scheduler))
