@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from bertlab.training.checks.keys import overridden_keys
+from bertlab.training.checks.keys import overridden_keys, taker_of
 from bertlab.training.run.model_group import ARCHITECTURE_KEYS
 
 LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
@@ -34,8 +34,8 @@ def transfer(config: DictConfig) -> str | None:
 
 def embedding_student(config: DictConfig) -> str | None:
     """A sentence-embedding distillation trains a pretrained student: it has no architecture of its own."""
-    if str(OmegaConf.select(config, "task._target_", default="")).endswith(".EmbeddingDistillationModule") \
-            and not OmegaConf.select(config, "model.init_from"):
+    task = taker_of(str(OmegaConf.select(config, "task._target_", default="")))
+    if getattr(task, "pretrained_student", False) and not OmegaConf.select(config, "model.init_from"):
         return ("model.init_from is not set: sentence-embedding distillation trains a pretrained student; point it "
                 "at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
                 "(python -m bertlab train +recipe=mlm_tiny_wiki)")
