@@ -89,13 +89,15 @@ def check_taken_together(taker: Callable, values: Mapping[str, Any]) -> None:
         except TypeError:  # values that do not fit the signature are refused where they are walked
             continue
         arguments.apply_defaults()
-        for rule in checked.between:
-            try:
-                problem = rule(arguments.arguments)
-            except KeyError:  # an argument the run supplies
-                continue
-            if problem:
-                raise ConfigError(problem)
+        check_between(arguments.arguments, [functools.partial(judged_if_given, rule) for rule in checked.between])
+
+
+def judged_if_given(rule: Between, values: Mapping[str, Any]) -> str | None:
+    """`rule` on `values`, or None where it reads an argument that only the run supplies (a model config)."""
+    try:
+        return rule(values)
+    except KeyError:
+        return None
 
 
 @functools.lru_cache(maxsize=None)
