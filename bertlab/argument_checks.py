@@ -71,25 +71,24 @@ def checks_arguments(taker: Taker | None = None, *, between: Sequence[Between] =
 
 
 def check_taken_together(taker: Callable, values: Mapping[str, Any]) -> None:
-    """The rules `between` that `taker` (a class: and its base classes) declares with `checks_arguments`, on
-    `values`, the arguments a config gives it, defaults filled in: a config refused before anything is built, in the
-    words the call would use. A rule that reads an argument only the run supplies (a model config) is left to the
-    call."""
-    owners = taker.__mro__ if inspect.isclass(taker) else (taker,)
-    for owner in owners:
-        checked = vars(owner).get("__init__") if inspect.isclass(taker) else owner
-        if not getattr(checked, "between", ()):
-            continue
-        signature = inspect.signature(inspect.unwrap(checked))
-        takes_any = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values())
-        try:
-            arguments = signature.bind_partial(**(values if takes_any else
-                                                  {name: value for name, value in values.items()
-                                                   if name in signature.parameters}))
-        except TypeError:  # values that do not fit the signature are refused where they are walked
-            continue
-        arguments.apply_defaults()
-        check_between(arguments.arguments, [functools.partial(judged_if_given, rule) for rule in checked.between])
+    """The rules `between` that `taker` (a function, or a class's own `__init__`) declares with `checks_arguments`,
+    on `values`, the arguments a config gives it, defaults filled in: a config refused before anything is built, in
+    the words the call would use. A base class's rules wait for the call: a subclass may pass it arguments of its own
+    making (TokenClassificationDataModule its num_labels). So does a rule that reads an argument only the run
+    supplies (a model config)."""
+    checked = vars(taker).get("__init__") if inspect.isclass(taker) else taker
+    if not getattr(checked, "between", ()):
+        return
+    signature = inspect.signature(inspect.unwrap(checked))
+    takes_any = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values())
+    try:
+        arguments = signature.bind_partial(**(values if takes_any else
+                                              {name: value for name, value in values.items()
+                                               if name in signature.parameters}))
+    except TypeError:  # values that do not fit the signature are refused where they are walked
+        return
+    arguments.apply_defaults()
+    check_between(arguments.arguments, [functools.partial(judged_if_given, rule) for rule in checked.between])
 
 
 def judged_if_given(rule: Between, values: Mapping[str, Any]) -> str | None:
