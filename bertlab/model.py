@@ -25,7 +25,6 @@ from torch.utils.checkpoint import checkpoint
 
 from bertlab.config import POSITION_TABLE_TYPES, BertConfig
 from bertlab.errors import ConfigError
-from bertlab.losses import cross_entropy_sum, linear_cross_entropy_sum
 
 IGNORE_INDEX = -100
 MODERNBERT_CUTOFF = 2.0  # ModernBertConfig.initializer_cutoff_factor: its normals are cut at ±2 std
@@ -521,6 +520,13 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))
 
 
+def _losses():
+    """bertlab.losses, imported by name on the first loss over labelled tokens: a remote-code export carries only
+    the modules this one imports by statement (bertlab.checkpoint.remote_code), and there transformers' adapter
+    computes the masked-LM loss from the logits itself, so the chunked loss of a training step stays out of it."""
+    return importlib.import_module("bertlab.losses")
+
+
 def _checkpoint_formats():
     """bertlab.checkpoint.dispatch, imported on the first save or load, and by name: the model does not
     depend on the formats, and an export carries this module (bertlab.checkpoint.remote_code), where
@@ -891,11 +897,11 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
         weight = head.decoder_weight
         bias = weight.new_zeros(weight.shape[0]) if head.bias is None else head.bias
         if not return_logits:
-            return None, linear_cross_entropy_sum(transformed, weight, bias, targets) / count
-        loss, logits = linear_cross_entropy_sum(transformed, weight, bias, targets, with_logits=True)
+            return None, _losses().linear_cross_entropy_sum(transformed, weight, bias, targets) / count
+        loss, logits = _losses().linear_cross_entropy_sum(transformed, weight, bias, targets, with_logits=True)
         return logits, loss / count
     logits = head(hidden)
-    loss = cross_entropy_sum(logits, targets) / count
+    loss = _losses().cross_entropy_sum(logits, targets) / count
     if not return_logits:
         return None, loss
     return (logits if differentiable_logits else logits.detach()), loss

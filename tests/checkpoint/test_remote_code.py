@@ -8,10 +8,10 @@ from bertlab.checkpoint.remote_code import carried_modules, code_files, config_t
 from tests.factories import small_config
 
 
-def test_an_export_carries_the_modelling_modules_and_no_format_or_tokenizer_code():
+def test_an_export_carries_the_modelling_modules_and_no_format_tokenizer_or_training_loss_code():
     # value_rules: BertConfig's fields carry their rules, which its own checks run
-    assert sorted(carried_modules()) == ["bertlab_config.py", "bertlab_errors.py",
-                                         "bertlab_losses.py", "bertlab_model.py", "bertlab_value_rules.py"]
+    assert sorted(carried_modules()) == ["bertlab_config.py", "bertlab_errors.py", "bertlab_model.py",
+                                         "bertlab_value_rules.py"]
 
 
 def test_the_modelling_adapter_imports_every_carried_module_for_transformers_to_copy():

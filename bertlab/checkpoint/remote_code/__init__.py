@@ -5,9 +5,9 @@ The folder holds transformers' custom-code convention: `config.json` with `model
 `auto_map`, the adapter beside this file (modeling_bertlab.py: transformers' PretrainedConfig and
 PreTrainedModel classes around bertlab's own, AutoConfig's class included), and bertlab's modules
 themselves: bertlab.model and what it imports (its config, the value rules the config's fields declare, the
-MLM loss, the errors they raise; no checkpoint-format or training code), copied from the installed package at
-export time with `from bertlab.x import` rewritten to `from .bertlab_x import` (transformers copies and
-imports a folder's modules through relative imports only). So the code that runs in transformers is, line
+errors they raise; no checkpoint-format code, nor the training step's chunked loss: the adapter computes a loss
+from the logits), copied from the installed package at export time with `from bertlab.x import` rewritten to
+`from .bertlab_x import` (transformers copies and imports a folder's modules through relative imports only). So the code that runs in transformers is, line
 for line, the code that trained the model: no second copy of it lives in this repository, and an export
 always matches the bertlab that wrote it. `AutoModelForMaskedLM.from_pretrained(folder,
 trust_remote_code=True)` then needs torch, safetensors and tokenizers, not bertlab.
