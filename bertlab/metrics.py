@@ -32,6 +32,7 @@ TEXT_RATIO, TEXT_UNIGRAM = f"{TEXT_MEASURE}/perplexity_ratio", f"{TEXT_MEASURE}/
 VALIDATION_PREFIXES = tuple(f"{name}/" for name in [*VALIDATION_SETS, TEXT_MEASURE])
 # A set keeps its colour in every panel.
 SERIES_COLOURS = {"train": "C0", VALIDATION: "C1", TEXT_VALIDATION: "C2", SELECTION: "C1", DEV: "C2", TEXT_MEASURE: "C3"}
+LOSS_PART_COLOURS = ("C4", "C5", "C6", "C7", "C8", "C9")  # a training loss's parts after the first (mlm, relation…)
 # Metrics where lower is better; every other validation metric is best at its maximum.
 _LOWER_IS_BETTER = ("loss", "perplexity", "mse", "mae")
 
@@ -126,7 +127,8 @@ def plot_metrics(frame: pd.DataFrame, path: Path) -> None:
 
 def metrics_figure(frame: pd.DataFrame) -> Figure:
     """metrics.png: the `plot_panels`, each validation curve labelled with what its set measures (`metric_label`),
-    the plain text's dashed."""
+    the plain text's dashed, a training loss's parts (a distillation's mlm_loss and relation_loss) each in a colour
+    of its own."""
     panels = plot_panels(frame)
     columns = min(3, len(panels))
     rows = math.ceil(len(panels) / columns)
@@ -134,6 +136,7 @@ def metrics_figure(frame: pd.DataFrame) -> Figure:
     FigureCanvasAgg(figure)
     for index, (title, names) in enumerate(panels):
         axes = figure.add_subplot(rows, columns, index + 1)
+        training_colours = iter((SERIES_COLOURS["train"], *LOSS_PART_COLOURS))
         for name in names:
             values = series(frame, name)
             if name.startswith(VALIDATION_PREFIXES):
@@ -142,7 +145,7 @@ def metrics_figure(frame: pd.DataFrame) -> Figure:
                           color=SERIES_COLOURS.get(name.split("/")[0]), label=metric_label(name, frame))
             else:
                 line, = axes.plot(values.index, values.values, alpha=0.3, linewidth=0.8,
-                                  color=SERIES_COLOURS.get(name.split("/")[0]))
+                                  color=next(training_colours, None))
                 smoothed = values.rolling(max(1, len(values) // 50), min_periods=1).mean()
                 axes.plot(smoothed.index, smoothed.values, color=line.get_color(), label=name)
         unigram = _unigram_level(frame, names)

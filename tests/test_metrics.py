@@ -66,6 +66,16 @@ def test_a_run_with_one_validation_set_keeps_its_names_and_panels():
     assert "validation_sets" not in summarise_metrics(frame)
 
 
+def test_a_training_loss_and_its_parts_are_drawn_each_in_a_colour_of_its_own():
+    frame = pd.DataFrame({"step": [9, 19, 29], "epoch": [0, 0, 0], "train/loss": [6.0, 5.0, 4.0],
+                          "train/mlm_loss": [5.0, 4.5, 3.5], "train/relation_loss": [1.0, 0.5, 0.5],
+                          "val/loss": [None, None, 4.2]})
+    loss_panel = metrics_figure(frame).axes[0]
+    colours = {line.get_label(): line.get_color() for line in loss_panel.get_lines()
+               if not line.get_label().startswith("_")}
+    assert colours["train/loss"] == "C0" and len(set(colours.values())) == 4
+
+
 def test_a_selection_split_is_named_for_what_it_is_and_old_folders_read_alike(tmp_path):
     """Fine-tuning with a selection split logs it as val/… beside dev/… (the task's validation split): read
     back, metrics.json and the summary call it selection/…, and say what each split is."""
