@@ -41,7 +41,8 @@ PositiveNumber = Annotated[float, Interval("(0, inf)", says="positive")]
 ID2LABEL = Maps("integer ids to names", lambda pairs: {int(k): str(v) for k, v in pairs})
 LABEL2ID = Maps("names to integer ids", lambda pairs: {str(k): int(v) for k, v in pairs})
 PRUNED_HEADS = Maps("layer indices to lists of head indices",
-                    lambda pairs: {int(layer): sorted({int(head) for head in heads}) for layer, heads in pairs if heads})
+                    lambda pairs: {int(layer): sorted({int(head) for head in heads})
+                                   for layer, heads in pairs if heads})
 MAPPINGS = {"id2label": ID2LABEL, "label2id": LABEL2ID, "pruned_heads": PRUNED_HEADS}
 
 
