@@ -23,10 +23,12 @@ def format_value(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def check_rules(key: str, value: Any, rules_: Sequence[Rule]) -> None:
-    """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`."""
-    if problem := violation(rules_, value):
-        raise ConfigError(f"{key}={format_value(value)}: {problem}")
+def check_rules(key: str, value: Any, rules_: Sequence[Rule], *, taker: str = "", null: bool = True) -> None:
+    """ConfigError when `value` of `key` breaks one of `rules_`: `optimizer.lr=-0.5: must be in (0, inf)`; `key` an
+    argument of `taker`, `warmup_schedule(schedule='step'): must be one of …`. Null passes where `null` lets it."""
+    if problem := violation(rules_, value, null):
+        given = f"{key}={format_value(value)}"
+        raise ConfigError(f"{f'{taker}({given})' if taker else given}: {problem}")
 
 
 def check_between(values: Mapping[str, Any], rules_: Sequence[Between]) -> None:
@@ -57,8 +59,7 @@ def checks_arguments(taker: Taker | None = None, *, between: Sequence[Between] =
         except TypeError:  # a call that does not fit the signature fails as it would unchecked
             return function(*args, **kwargs)
         for name, value in arguments.arguments.items():
-            if problem := violation(rules_of.get(name, ()), value, null=name in nullable):
-                raise ConfigError(f"{taker.__qualname__}({name}={format_value(value)}): {problem}")
+            check_rules(name, value, rules_of.get(name, ()), taker=taker.__qualname__, null=name in nullable)
         arguments.apply_defaults()
         check_between(arguments.arguments, between)
         return function(*args, **kwargs)

@@ -6,14 +6,14 @@ import dataclasses
 import importlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Annotated, Any
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import (Dropout, Interval, OneOf, Size, base_types, field_annotations, field_problems,
-                                 rules)
+from bertlab.value_rules import (Dropout, Interval, Maps, OneOf, Size, base_types, field_annotations,
+                                 field_problems, rules)
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 # sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
@@ -37,6 +37,13 @@ RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv"
 # The sizes' upper limits (their annotations) are far above any published BERT: a config.json is untrusted
 # input, and must not make bertlab allocate whatever it asks for.
 PositiveNumber = Annotated[float, Interval("(0, inf)", says="positive")]
+# The mapping fields, as a config.json's text keys (and a config's lists of heads) convert to their types.
+ID2LABEL = Maps("integer ids to names", lambda pairs: {int(k): str(v) for k, v in pairs})
+LABEL2ID = Maps("names to integer ids", lambda pairs: {str(k): int(v) for k, v in pairs})
+PRUNED_HEADS = Maps("layer indices to lists of head indices",
+                    lambda pairs: {int(layer): sorted({int(head) for head in heads})
+                                   for layer, heads in pairs if heads})
+MAPPINGS = {"id2label": ID2LABEL, "label2id": LABEL2ID, "pruned_heads": PRUNED_HEADS}
 
 
 def _memory_bytes() -> int:
@@ -61,10 +68,11 @@ class BertConfig:
     position_embedding_type: Annotated[str, OneOf(*POSITION_EMBEDDING_TYPES)] = "absolute"
     classifier_dropout: Dropout | None = None
     num_labels: Annotated[int, Size(100_000)] = 2
-    id2label: dict[int, str] | None = None
-    label2id: dict[str, int] | None = None
+    id2label: Annotated[dict[int, str], ID2LABEL] | None = None
+    label2id: Annotated[dict[str, int], LABEL2ID] | None = None
     problem_type: Annotated[str, OneOf(*PROBLEM_TYPES)] | None = None  # null: inferred from the labels
-    pruned_heads: dict[int, list[int]] = field(default_factory=dict)  # {layer: heads removed by prune_heads}
+    # {layer: heads removed by prune_heads}
+    pruned_heads: Annotated[dict[int, list[int]], PRUNED_HEADS] = field(default_factory=dict)
     tie_word_embeddings: bool = True  # False: the MLM decoder has its own cls.predictions.decoder.weight
     # What a forward returns when its argument is left at None, as in transformers
     output_attentions: bool = False
@@ -103,17 +111,13 @@ class BertConfig:
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        # JSON keys are strings
-        if self.id2label is not None:
-            self.id2label = mapped("id2label", self.id2label, "integer ids to names",
-                                   lambda pairs: {int(k): str(v) for k, v in pairs})
+        # The mapping fields converted (JSON keys are strings) where they convert; `validate` refuses the others.
+        converted = {name: rule.converted(value) for name, rule in MAPPINGS.items()
+                     if (value := getattr(self, name)) is not None and rule.violation(value) is None}
+        for name, value in converted.items():
+            setattr(self, name, value)
+        if "id2label" in converted:
             self.num_labels = len(self.id2label)
-        if self.label2id is not None:
-            self.label2id = mapped("label2id", self.label2id, "names to integer ids",
-                                   lambda pairs: {str(k): int(v) for k, v in pairs})
-        self.pruned_heads = mapped("pruned_heads", self.pruned_heads, "layer indices to lists of head indices",
-                                   lambda pairs: {int(layer): sorted({int(head) for head in heads})
-                                                  for layer, heads in pairs if heads})
         self.validate()
 
     def validate(self) -> None:
@@ -248,15 +252,6 @@ class BertConfig:
 # The sizes' upper limits, from their annotations: what other groups of a run take of them (vocab_size, num_labels).
 SIZE_LIMITS = {name: rule.limit for name, annotation in field_annotations(BertConfig).items()
                for rule in rules(annotation) if isinstance(rule, Size)}
-
-
-def mapped(name: str, value: Any, expected: str, convert: Callable[[Any], dict]) -> dict:
-    """The mapping field `name`, its (key, value) pairs converted by `convert`, or a model config's refusal
-    saying what it must map (`expected`)."""
-    try:
-        return convert(value.items())
-    except (AttributeError, TypeError, ValueError):
-        raise ConfigError(f"model config: {name} must map {expected}, got {value!r}") from None
 
 
 def field_message(name: str, value: Any, rule: Any, problem: str) -> str:

@@ -11,14 +11,14 @@ score nothing.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
 from seqeval.metrics import classification_report
 from seqeval.scheme import BILOU, IOB2, IOBES
 
 from bertlab.argument_checks import checks_arguments
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
 from bertlab.value_rules import OneOf
 
 SCORINGS = ("conlleval", "strict")
@@ -28,26 +28,36 @@ SCHEMES = {"IOB2": ({"B", "I"}, IOB2), "IOBES": ({"B", "I", "E", "S"}, IOBES), "
 TYPE_COLUMNS = ("type", "precision", "recall", "f1", "support")
 
 
-def tag_scheme(label_names: Sequence[str]) -> str:
-    """The scheme of a tag set (`O` and PREFIX-TYPE names): IOB2, IOBES or BILOU, the smallest whose
-    prefixes cover the names; a ConfigError for a name without a prefix or a set that mixes schemes."""
+def one_tag_scheme(arguments: Mapping[str, Any]) -> str | None:
+    """`label_names`, where given, are tags (`O` and PREFIX-TYPE names) of one scheme: IOB2, IOBES or BILOU. A rule
+    of a tag set's names together, declared by the data module that takes them (checked before a run) and by
+    `tag_scheme`, which reads the scheme of the names a config, a dataset or a model gives."""
+    if (names := arguments["label_names"]) is None:
+        return None
     prefixes = {}
-    for name in label_names:
-        prefix, dash, kind = name.partition("-")
+    for name in names:
+        prefix, dash, kind = name.partition("-") if isinstance(name, str) else ("", "", "")
         if name != OUTSIDE and not (dash and kind and len(prefix) == 1):
-            raise ConfigError(f"data.label_names: {name!r} is not a tag; expected O or PREFIX-TYPE such as B-PER")
+            return f"data.label_names: {name!r} is not a tag; expected O or PREFIX-TYPE such as B-PER"
         if name != OUTSIDE:
             prefixes.setdefault(prefix, name)
-    for scheme, (allowed, _) in SCHEMES.items():
-        if set(prefixes) <= allowed:
-            return scheme
+    if any(set(prefixes) <= allowed for allowed, _ in SCHEMES.values()):
+        return None
     known = set().union(*(allowed for allowed, _ in SCHEMES.values()))
     if unknown := sorted(set(prefixes) - known):
-        raise ConfigError(f"data.label_names: {prefixes[unknown[0]]!r} has a prefix of no tagging scheme; "
-                          f"expected IOB2 (B, I), IOBES (B, I, E, S) or BILOU (B, I, L, U)")
+        return (f"data.label_names: {prefixes[unknown[0]]!r} has a prefix of no tagging scheme; "
+                f"expected IOB2 (B, I), IOBES (B, I, E, S) or BILOU (B, I, L, U)")
     own = {scheme: sorted(set(prefixes) & (allowed - SCHEMES["IOB2"][0])) for scheme, (allowed, _) in SCHEMES.items()}
-    raise ConfigError(f"data.label_names mix tagging schemes: {prefixes[own['IOBES'][0]]!r} (IOBES) beside "
-                      f"{prefixes[own['BILOU'][0]]!r} (BILOU); use one scheme")
+    return (f"data.label_names mix tagging schemes: {prefixes[own['IOBES'][0]]!r} (IOBES) beside "
+            f"{prefixes[own['BILOU'][0]]!r} (BILOU); use one scheme")
+
+
+@checks_arguments(between=(one_tag_scheme,))
+def tag_scheme(label_names: Sequence[str]) -> str:
+    """The scheme of a tag set (`O` and PREFIX-TYPE names): IOB2, IOBES or BILOU, the smallest whose
+    prefixes cover the names; a ConfigError for a set that is not one scheme's (`one_tag_scheme`)."""
+    prefixes = {name.partition("-")[0] for name in label_names if name != OUTSIDE}
+    return next(scheme for scheme, (allowed, _) in SCHEMES.items() if prefixes <= allowed)
 
 
 def check_iob_use(rows: Sequence[Sequence[str]], where: str) -> None:

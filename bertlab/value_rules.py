@@ -12,8 +12,10 @@ and words its own refusal.
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
-each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`. `Divides`: a whole number that
+each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`, the keys of each mapping of
+a list. `Divides`: a whole number that
 divides sizes known only at run time (check_rules takes it made then: a relation head count and two models' widths).
+`Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and pruned_heads).
 
 A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
 is wrong of them together, or None; `Shares` is one: probabilities of one draw's exclusive outcomes.
@@ -69,6 +71,19 @@ class SomeOf(tuple):
         return None if all(item in self for item in items) else f"must be some of {', '.join(map(str, self))}"
 
 
+class Entries(tuple):
+    """The keys of each entry (a mapping) of a list value, the first of them required: `Entries("source",
+    "text_column")`."""
+
+    def __new__(cls, *keys: str) -> Entries:
+        return super().__new__(cls, keys)
+
+    def violation(self, value: Any) -> str | None:
+        fits = isinstance(value, Iterable) and not isinstance(value, (str, Mapping)) and all(
+            isinstance(item, Mapping) and self[0] in item and set(item) <= set(self) for item in value)
+        return None if fits else f"must be a list of {{{', '.join(self)}}} entries, each with its {self[0]}"
+
+
 @dataclass(frozen=True)
 class Size:
     """A size a file may ask for, which bertlab must not allocate blindly: a whole number from 1 (or 0, where
@@ -95,6 +110,24 @@ class Divides:
 
 
 @dataclass(frozen=True)
+class Maps:
+    """A mapping whose (key, value) pairs `convert` makes into the value its taker keeps (JSON's keys are text: a
+    config.json's `id2label` maps "0" to a name); `expected` words what it maps, after "must map"."""
+    expected: str
+    convert: Callable[[Iterable[tuple[Any, Any]]], dict]
+
+    def converted(self, value: Any) -> dict:
+        return self.convert(value.items())
+
+    def violation(self, value: Any) -> str | None:
+        try:
+            self.converted(value)
+        except (AttributeError, TypeError, ValueError):
+            return f"must map {self.expected}"
+        return None
+
+
+@dataclass(frozen=True)
 class Shares:
     """The probabilities `names` of the exclusive outcomes of one draw (`outcomes` says which) add up to at most 1:
     `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 + 0.5`. Each share's own
@@ -108,7 +141,7 @@ class Shares:
             f"{' + '.join(self.names)} must be at most 1 ({self.outcomes}), got {' + '.join(map(str, shares))}"
 
 
-Rule = Interval | OneOf | SomeOf | Size | Divides
+Rule = Interval | OneOf | SomeOf | Entries | Size | Divides | Maps
 Between = Callable[[Mapping[str, Any]], str | None]
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))

@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from bertlab.argument_checks import check_rules
+from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.config import BertConfig
-from bertlab.errors import ConfigError
 from bertlab.value_rules import Interval
 
 # What each dimension of a tensor indexes: "hidden" (the residual stream), "heads" (the attention's
@@ -56,22 +57,39 @@ def evenly_spaced(total: int, kept: int) -> list[int]:
     return torch.linspace(0, total - 1, kept).round().long().tolist()
 
 
+def whole_source_heads(arguments: Mapping[str, Any]) -> str | None:
+    """Each smaller head is one or more of the source's heads side by side."""
+    hidden, heads, source_head = arguments["hidden"], arguments["heads"], arguments["source"].head_size
+    if heads < 1 or hidden % heads or (hidden // heads) % source_head:
+        return (f"hidden={hidden}, heads={heads}: each head must be a whole number of the source's "
+                f"{source_head}-wide heads (hidden / heads a multiple of {source_head})")
+    return None
+
+
+def unpruned_source(arguments: Mapping[str, Any]) -> str | None:
+    """A pruned source's layers differ in width: no one selection of heads fits them all."""
+    if arguments["source"].pruned_heads:
+        return "the source model has pruned heads: its layers differ in width; select from an unpruned model"
+    return None
+
+
+def distance_table_width(arguments: Mapping[str, Any]) -> str | None:
+    """Relative positions' distance tables are one source head wide, and so must the smaller heads be."""
+    source, hidden, heads = arguments["source"], arguments["hidden"], arguments["heads"]
+    if source.relative_positions and hidden // heads != source.head_size:
+        return (f"position_embedding_type={source.position_embedding_type!r}: the distance tables are "
+                f"{source.head_size} wide, so the heads must stay {source.head_size} wide "
+                f"(heads={hidden // source.head_size})")
+    return None
+
+
+@checks_arguments(between=(whole_source_heads, unpruned_source, distance_table_width))
 def smaller_config(source: BertConfig, *, layers: int, hidden: int, heads: int, intermediate: int) -> BertConfig:
-    """The source's config with the smaller sizes, after checking each can be selected from it."""
-    source_head = source.head_size
+    """The source's config with the smaller sizes, after checking each can be selected from it: the rules between
+    the sizes and the source declared above, then each size within the source's."""
     for name, value, limit in (("layers", layers, source.num_hidden_layers), ("hidden", hidden, source.hidden_size),
                                ("intermediate", intermediate, source.intermediate_size)):
         check_rules(name, value, [Interval(f"[1, {limit}]", whole=True, says=f"from 1 to the source model's {limit}")])
-    if heads < 1 or hidden % heads or (hidden // heads) % source_head:
-        raise ConfigError(f"hidden={hidden}, heads={heads}: each head must be a whole number of the source's "
-                          f"{source_head}-wide heads (hidden / heads a multiple of {source_head})")
-    if source.pruned_heads:
-        raise ConfigError("the source model has pruned heads: its layers differ in width; "
-                          "select from an unpruned model")
-    if source.relative_positions and hidden // heads != source_head:
-        raise ConfigError(f"position_embedding_type={source.position_embedding_type!r}: the distance tables are "
-                          f"{source_head} wide, so the heads must stay {source_head} wide "
-                          f"(heads={hidden // source_head})")
     return dataclasses.replace(source, num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
                                intermediate_size=intermediate)
 

@@ -24,9 +24,9 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 from pathlib import Path
 
 import torch
@@ -180,7 +180,14 @@ def augment(examples: Sequence[Sequence[str]], copies: Annotated[int, Interval("
     return augmented
 
 
-@checks_arguments
+def single_texts(arguments: Mapping[str, Any]) -> str | None:
+    """Joined texts join single texts: a pair task's examples have none to join."""
+    if arguments["count"] and any(len(example) != 1 for example in arguments["examples"]):
+        return "data.transfer.joined joins single texts; this task's examples are sentence pairs"
+    return None
+
+
+@checks_arguments(between=(single_texts,))
 def joined(examples: Sequence[Sequence[str]], count: Annotated[int, Interval("[0, inf)", whole=True)], seed: int, *,
            max_words: int = 20) -> list[Example]:
     """`count` texts that each join two training texts of 3 to `max_words` words with a connective (", but",
@@ -189,8 +196,6 @@ def joined(examples: Sequence[Sequence[str]], count: Annotated[int, Interval("[0
     Single-text examples only; a joined text equal to an example or to another joined one is drawn again."""
     if count == 0:
         return []
-    if any(len(example) != 1 for example in examples):
-        raise ConfigError("data.transfer.joined joins single texts; this task's examples are sentence pairs")
     texts = [example[0].strip() for example in examples if 3 <= len(example[0].split()) <= max_words]
     if len(texts) < 2:
         raise DataError(f"data.transfer.joined needs two training texts of 3 to {max_words} words; found {len(texts)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Annotated
 
 import datasets
 import lightning as L
@@ -22,10 +23,10 @@ from bertlab.data.batches import PretrainingCollator
 from bertlab.data.preprocessing import hold_out_validation, packed_sequences, read_documents, trained_tokenizer
 from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import cache_folder, load_dataset_source
-from bertlab.errors import ConfigError, DataError
+from bertlab.errors import DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION
 from bertlab.tokenizer import WordPieceOptions, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Probability, SequenceLength, Workers
+from bertlab.value_rules import Count, Entries, Probability, SequenceLength, Workers
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         max_eval_lines: Count | None = None,
         cache_dir: str | None = None,
         text_column: str = "text",
-        extra_train_sources: list[dict] | None = None,
+        extra_train_sources: Annotated[list[dict], Entries("source", "text_column")] | None = None,
         validation_source: str | None = None,
         wrapped_lines: bool = False,
         num_proc: Count | None = None,
@@ -109,9 +110,6 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
         self.cache_dir = cache_folder(cache_dir)
         self.text_column = text_column
         self.extra_train_sources = [dict(extra) for extra in extra_train_sources or []]
-        for extra in self.extra_train_sources:
-            if set(extra) - {"source", "text_column"} or "source" not in extra:
-                raise ConfigError(f"data.extra_train_sources: expected entries {{source, text_column}}, got {extra}")
         self.validation_source = validation_source
         self.wrapped_lines = wrapped_lines
         self.num_proc = num_proc

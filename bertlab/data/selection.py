@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -33,13 +33,18 @@ from bertlab.value_rules import Count, Interval
 REGRESSION_BINS = 10
 
 
-@checks_arguments
+def leaves_training_rows(arguments: Mapping[str, Any]) -> str | None:
+    """A selection split of the training rows, which takes at least one, leaves at least one for training."""
+    if (rows := arguments["rows"]) < 2:
+        return (f"data.selection_fraction={arguments['fraction']}: the training split has {rows} row(s); a selection "
+                f"split needs at least 2 to leave one for training")
+    return None
+
+
+@checks_arguments(between=(leaves_training_rows,))
 def selection_size(rows: int, fraction: Annotated[float, Interval("(0, 1)")], max_rows: Count) -> int:
     """How many of `rows` training rows the selection split takes: `fraction` of them, at most `max_rows`,
     at least one, and never all."""
-    if rows < 2:
-        raise ConfigError(f"data.selection_fraction={fraction}: the training split has {rows} row(s); a selection "
-                          f"split needs at least 2 to leave one for training")
     return min(max(1, round(fraction * rows)), max_rows, rows - 1)
 
 

@@ -28,7 +28,7 @@ from bertlab.data.encoding import truncate_without_padding
 from bertlab.data.sources import require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.model import IGNORE_INDEX
-from bertlab.ner_metrics import OUTSIDE, check_iob_use, tag_scheme
+from bertlab.ner_metrics import OUTSIDE, check_iob_use, one_tag_scheme, tag_scheme
 from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers
 
 PIECE_LABELS = "piece_labels"  # the tokenized rows' column: a tag id per piece, -100 where nothing is scored
@@ -76,7 +76,7 @@ def first_pieces(word_ids: Sequence[int | None]) -> list[int]:
     return positions
 
 
-@checks_arguments
+@checks_arguments(between=(one_tag_scheme,))
 class TokenClassificationDataModule(ClassificationDataModule):
     """Train/validation/test splits of sentences as lists of words (`tokens_column`) with a tag per word
     (`tags_column`: tag ids, or tag names of `label_names`). `label_names` are the tags in id order (O, B-PER,

@@ -33,7 +33,6 @@ from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule, labelled_rows
 from bertlab.data.encoding import column_values
-from bertlab.errors import ConfigError
 from bertlab.lit.classification import ClassificationModule, validation_metrics
 from bertlab.lit.fine_tuning import LayerwiseDecay
 from bertlab.lit.optim import configure_optimization
@@ -65,23 +64,25 @@ def labelled_rows_loss(logits: torch.Tensor, labels: torch.Tensor, regression: b
     return (per_row * labelled).sum() / labelled.sum().clamp(min=1)
 
 
+def layers_of_both(arguments: Mapping[str, Any]) -> str | None:
+    """Each pair of a layer map names a layer of the student and then one of the teacher, counted from 1."""
+    for pair in arguments["layer_map"] or ():
+        if len(pair) != 2:
+            return f"task.layer_map: {list(pair)} is not a [student layer, teacher layer] pair"
+        for who, layer in zip(("student", "teacher"), pair):
+            if not 1 <= layer <= (layers := arguments[f"{who}_layers"]):
+                return f"task.layer_map: {list(pair)} names {who} layer {layer}, but the {who} has layers 1-{layers}"
+    return None
+
+
+@checks_arguments(between=(layers_of_both,))
 def layer_pairs(layer_map: Sequence[Sequence[int]] | None, student_layers: int,
                 teacher_layers: int) -> list[tuple[int, int]]:
     """(student layer, teacher layer) pairs, counted from 1; by default every student layer i of n with
     the teacher's layer i·m/n (rounded), as TinyBERT's uniform mapping."""
     if layer_map is None:
         return [(i, math.floor(i * teacher_layers / student_layers + 0.5)) for i in range(1, student_layers + 1)]
-    pairs = []
-    for pair in layer_map:
-        if len(pair) != 2:
-            raise ConfigError(f"task.layer_map: {list(pair)} is not a [student layer, teacher layer] pair")
-        (student, teacher) = pair
-        for who, layer, layers in (("student", student, student_layers), ("teacher", teacher, teacher_layers)):
-            if not 1 <= layer <= layers:
-                raise ConfigError(f"task.layer_map: {list(pair)} names {who} layer {layer}, but the {who} has "
-                                  f"layers 1-{layers}")
-        pairs.append((int(student), int(teacher)))
-    return pairs
+    return [(int(student), int(teacher)) for student, teacher in layer_map]
 
 
 def unmatched_layer_map(arguments: Mapping[str, Any]) -> str | None:

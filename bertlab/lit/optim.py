@@ -112,15 +112,17 @@ class WarmupSchedule(LambdaLR):
         return {key: value for key, value in super().state_dict().items() if key != "total_steps"}
 
 
+# The Trainer's estimate of a run's optimizer steps: infinite where neither trainer.max_steps nor max_epochs ends it.
+TotalSteps = Annotated[float, Interval("[1, inf)", says="a known number of training steps, at least 1 (set "
+                                                        "trainer.max_steps or trainer.max_epochs)")]
+
+
 @checks_arguments
-def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: int | float,
+def warmup_schedule(optimizer: torch.optim.Optimizer, total_steps: TotalSteps,
                     warmup_steps: Annotated[int, NON_NEGATIVE] | None = None, warmup_ratio: Probability = 0.0,
                     schedule: Annotated[str, OneOf(*SCHEDULES)] = "linear") -> WarmupSchedule:
     """The WarmupSchedule of `schedule` over `total_steps`, warming up for `warmup_steps` (or `warmup_ratio`
     of `total_steps`)."""
-    if not math.isfinite(total_steps) or total_steps < 1:
-        raise ConfigError(f"scheduler: total training steps must be known and positive, got {total_steps} "
-                          f"(set trainer.max_steps or trainer.max_epochs)")
     total_steps = int(total_steps)
     if warmup_steps is None:
         warmup_steps = round(warmup_ratio * total_steps)
