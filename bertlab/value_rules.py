@@ -12,9 +12,9 @@ and words its own refusal.
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
-each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`, the keys of each mapping of
-a list. `Divides`: a whole number that
-divides sizes known only at run time (check_rules takes it made then: a relation head count and two models' widths).
+each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`, the keys of each mapping
+of a list. `Divides`: a whole number that divides sizes known only at run time (check_rules takes it made then: a
+relation head count and two models' widths).
 `Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and pruned_heads).
 
 A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
