@@ -29,18 +29,14 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
-
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.commands.arguments import checkpoint_folder
 from bertlab.errors import CheckpointError, UsageError
 from bertlab.training.launch.app import launch
-from bertlab.training.run.fit import run_training
 from bertlab.training.run.model_group import ARCHITECTURE_KEYS
 from bertlab.training.run.run_folder import HF_MODEL
-from bertlab.training.suites.glue import GLUE_SMALL, GLUE_TASKS, finished
-from bertlab.training.suites.glue_suite import check_finished_jobs
+from bertlab.training.suites.glue import GLUE_SMALL, GLUE_TASKS, check_finished_jobs
+from bertlab.training.suites.hydra_callbacks import glue_job
 
 OPTIONS = {"tasks": ",".join(GLUE_SMALL), "seeds": "0,1,2", "lrs": "", "scratch": "false", "select_on": "train"}
 # The selection split's share of a task's training rows (capped by data.selection_max_rows): large enough to
@@ -146,19 +142,10 @@ def suite_launches(checkpoint: Path, options: dict[str, str]) -> list[list[str]]
                          "name=glue",
                          "trainer.precision=fastest", f"hydra.sweep.dir=${{paths.output_dir}}/glue/{name}",
                          f"hydra.sweep.subdir={subdir}",
-                         "+hydra.callbacks.glue_suite._target_=bertlab.training.suites.glue_suite.GlueSuite",
+                         "+hydra.callbacks.glue_suite._target_=bertlab.training.suites.hydra_callbacks.GlueSuite",
                          f"+hydra.callbacks.glue_suite.jobs={sum(group_jobs)}",
                          f"+hydra.callbacks.glue_suite.done_before={done_before}"])
     return launches
-
-
-def glue_job(cfg: DictConfig) -> str | None:
-    job_dir = Path(HydraConfig.get().runtime.output_dir)
-    if finished(job_dir):
-        print(f"{job_dir}: finished before, skipped", flush=True)
-        return "skipped"
-    run_training(cfg)
-    return None
 
 
 def main(argv: list[str], prog: str) -> None:

@@ -1,6 +1,6 @@
 """`python -m bertlab summarize SWEEP_FOLDER`: the final validation metrics of every run of a sweep
 (`-m seed=1,2,3`), per run and as mean ± std, written as summary.csv and summary.md in the folder.
-Every sweep also writes them when it ends (bertlab.training.suites.sweeps.SweepSummary)."""
+Every sweep also writes them when it ends (bertlab.training.suites.hydra_callbacks.SweepSummary)."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_every_target_of_a_recipe_resolves(name, tmp_path, monkeypatch):
     monkeypatch.setenv("BERTLAB_DATA_DIR", str(tmp_path / "data"))
     cfg = compose_recipe(name, command_of(name), tmp_path, keep_hydra=True)
     found = targets(cfg)
-    assert {"bertlab.training.suites.sweeps.SweepSummary", "lightning.pytorch.Trainer"} <= set(found)
+    assert {"bertlab.training.suites.hydra_callbacks.SweepSummary", "lightning.pytorch.Trainer"} <= set(found)
     for target in found:
         get_object(target)
 

@@ -3,6 +3,9 @@ checked. Hydra's schema checks (bertlab.training.launch.schema) have already run
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -11,7 +14,7 @@ from bertlab.argument_checks import check_between
 from bertlab.training.checks import extras
 from bertlab.training.checks import combinations, environment
 from bertlab.training.checks.keys import ConfigKeys, check_tokenizer_options, overridden_keys
-from bertlab.training.checks.requirements import check_requirements
+from bertlab.training.checks.requirements import check_requirements, folder_keys
 from bertlab.training.checks.run_folder_checks import check_output_folder, check_resume, check_run_folder
 from bertlab.training.run.model_group import check_loaded_model, check_model
 from bertlab.training.run.run_folder import is_rank_zero
@@ -20,7 +23,7 @@ from bertlab.training.run.run_folder import is_rank_zero
 def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False) -> None:
     """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
     (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
-    check_between(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
+    check_combinations(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
     extras.check_logger_packages(config.get("logger"))
     overridden = overridden_keys(config.hydra.overrides.task)
     keys = ConfigKeys.walk(config, overridden)
@@ -28,15 +31,17 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     check_model(config.model, OmegaConf.select(config, "tokenizer.vocab_size", default=None))
     keys.check_values()
     keys.check_taken_together()
-    check_between(config, [combinations.init_from_keeps_architecture])
-    check_requirements(config, overridden)
+    check_combinations(config, [combinations.init_from_keeps_architecture])
+    requires = dict(config.get("requires") or {})
+    check_requirements({key: OmegaConf.select(config, key, default=None) for key in folder_keys(requires)}, requires,
+                       str(config.get("name")), overridden)
     environment.check_accelerator(OmegaConf.select(config, "trainer.accelerator", default=None))
     environment.check_search_space(config.hydra)
     environment.check_checkpoints(config.model, config.task, config.data)
     check_loaded_model(config.model, overridden)
-    check_between(config, combinations.RULES)
+    check_combinations(config, combinations.RULES)
     check_tokenizer_options(config.get("tokenizer"))
-    check_between(config, [combinations.length_chosen_once])
+    check_combinations(config, [combinations.length_chosen_once])
     if run_dir is None:
         return
     if new_run:
@@ -46,3 +51,14 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     check_resume(config.resume, Path(run_dir), budget_minutes=config.budget_minutes,
                  trainer_precision=OmegaConf.select(config, "trainer.precision"), model=config.model, task=config.task,
                  data=config.data)
+
+
+def check_combinations(config: DictConfig, rules: Sequence[Callable[..., str | None]]) -> None:
+    """ConfigError saying what the first of `rules` (bertlab.training.checks.combinations) finds wrong of `config`,
+    each rule given the groups and top-level values its parameters name: `copy_pairs(data, task)` reads config.data
+    and config.task (None for one the config lacks)."""
+    check_between(config, [functools.partial(given_what_it_reads, rule) for rule in rules])
+
+
+def given_what_it_reads(rule: Callable[..., str | None], config: DictConfig) -> str | None:
+    return rule(**{name: config.get(name) for name in inspect.signature(rule).parameters})

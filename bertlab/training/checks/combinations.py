@@ -1,10 +1,12 @@
 """The rules between the keys of the groups: each value may be fine on its own and still not go with another.
-Each rule says what is wrong ("…; set …"), or None; bertlab.argument_checks.check_between refuses the first that
-finds something. The rules between a taker's own arguments live with it (`checks_arguments(between=…)`)."""
+Each rule takes the groups and top-level values it reads as its parameters, named after them (`copy_pairs(data,
+task)`), and says what is wrong ("…; set …"), or None; bertlab.training.checks.before_run.check_combinations hands
+each its groups and refuses the first that finds something. The rules between a taker's own arguments live with it
+(`checks_arguments(between=…)`)."""
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from bertlab.training.checks.keys import overridden_keys, taker_of
 from bertlab.training.run.model_group import ARCHITECTURE_KEYS
@@ -12,56 +14,55 @@ from bertlab.training.run.model_group import ARCHITECTURE_KEYS
 LENGTH_KEYS = ("trainer.max_steps", "trainer.max_epochs")
 
 
-def recipe_command(config: DictConfig) -> str | None:
+def recipe_command(command: str | None, hydra: DictConfig) -> str | None:
     """A recipe names the command it is for."""
-    command = config.hydra.job.config_name.replace("_", "-")
-    if config.get("command", command) != command:
-        return f"this recipe is for `python -m bertlab {config.command}`, not `{command}`"
+    launched = hydra.job.config_name.replace("_", "-")
+    if command is not None and command != launched:
+        return f"this recipe is for `python -m bertlab {command}`, not `{launched}`"
     return None
 
 
-def transfer(config: DictConfig) -> str | None:
+def transfer(data: DictConfig, task: DictConfig) -> str | None:
     """A transfer set's rows have no gold label: only a distillation's teacher can label them."""
-    settings = OmegaConf.select(config, "data.transfer", default=None)
+    settings = data.get("transfer")
     if not settings or not any(settings.get(key) for key in ("copies", "joined", "unlabelled")):
         return None
-    if not str(OmegaConf.select(config, "task._target_", default="")).endswith(".DistillationModule"):
+    if not str(task.get("_target_", "")).endswith(".DistillationModule"):
         return ("data.transfer: a transfer set has no labels, a teacher labels it; use task=distill "
                           "(or +recipe=sst2_distill), or set data.transfer.copies=0, data.transfer.joined=0 "
                 "and data.transfer.unlabelled=null")
     return None
 
 
-def embedding_student(config: DictConfig) -> str | None:
+def embedding_student(task: DictConfig, model: DictConfig) -> str | None:
     """A sentence-embedding distillation trains a pretrained student: it has no architecture of its own."""
-    task = taker_of(str(OmegaConf.select(config, "task._target_", default="")))
-    if getattr(task, "pretrained_student", False) and not OmegaConf.select(config, "model.init_from"):
+    if getattr(taker_of(str(task.get("_target_", ""))), "pretrained_student", False) and not model.get("init_from"):
         return ("model.init_from is not set: sentence-embedding distillation trains a pretrained student; point it "
                 "at a BertModel folder such as outputs/mlm_tiny_wiki/latest/hf_model "
                 "(python -m bertlab train +recipe=mlm_tiny_wiki)")
     return None
 
 
-def classifier_tokenizer(config: DictConfig) -> str | None:
+def classifier_tokenizer(command: str | None, data: DictConfig) -> str | None:
     """A classifier from scratch reads its vocabulary from `data.tokenizer` (a checkpoint's folder is checked by
     bertlab.training.checks.requirements)."""
-    if config.get("command") == "fine-tune" and not OmegaConf.select(config, "data.tokenizer", default=None):
+    if command == "fine-tune" and not data.get("tokenizer"):
         return ("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a checkpoint folder), or "
                 "start from a checkpoint with model.init_from=…")
     return None
 
 
-def copy_pairs(config: DictConfig) -> str | None:
-    copy_pair_prob = OmegaConf.select(config, "data.copy_pair_prob", default=None)
-    if copy_pair_prob and OmegaConf.select(config, "task.nsp", default=False):
+def copy_pairs(data: DictConfig, task: DictConfig) -> str | None:
+    copy_pair_prob = data.get("copy_pair_prob")
+    if copy_pair_prob and task.get("nsp", False):
         return (f"data.copy_pair_prob={copy_pair_prob} with next-sentence prediction: a copied segment is neither "
                 f"the next text nor a random one; set data.copy_pair_prob=0 or task.nsp=false")
     return None
 
 
-def compile_mode(config: DictConfig) -> str | None:
-    mode = OmegaConf.select(config, "task.compile_mode", default=None)
-    if mode is not None and not OmegaConf.select(config, "task.compile", default=False):
+def compile_mode(task: DictConfig) -> str | None:
+    mode = task.get("compile_mode")
+    if mode is not None and not task.get("compile", False):
         return f"task.compile_mode={mode} needs task.compile=true"
     return None
 
@@ -74,41 +75,41 @@ PAIRED_TASKS = ((".TokenClassificationModule", ".TokenClassificationDataModule",
                  "a SQuAD dataset such as data=squad"))
 
 
-def token_task(config: DictConfig) -> str | None:
+def token_task(command: str | None, task: DictConfig, data: DictConfig) -> str | None:
     """A token classifier reads tagged words, a span head questions with answers, a sentence classifier labelled
     texts: task and data go in pairs."""
-    task = str(OmegaConf.select(config, "task._target_", default=""))
-    data = str(OmegaConf.select(config, "data._target_", default=""))
+    task_class, data_class = str(task.get("_target_", "")), str(data.get("_target_", ""))
     for module, data_module, option, does, holds, example in PAIRED_TASKS:
-        if data.endswith(data_module) and not task.endswith(module) and config.get("command") == "fine-tune":
-            return (f"data={data.rsplit('.', 1)[-1]} {holds}: fine-tune it with task={option} "
-                    f"(task._target_ is {OmegaConf.select(config, 'task._target_')})")
-        if task.endswith(module) and not data.endswith(data_module):
-            return f"task={option} {does}: give it {example} (data._target_ is {data})"
+        if data_class.endswith(data_module) and not task_class.endswith(module) and command == "fine-tune":
+            return (f"data={data_class.rsplit('.', 1)[-1]} {holds}: fine-tune it with task={option} "
+                    f"(task._target_ is {task.get('_target_')})")
+        if task_class.endswith(module) and not data_class.endswith(data_module):
+            return f"task={option} {does}: give it {example} (data._target_ is {data_class})"
     return None
 
 
-def init_from_keeps_architecture(config: DictConfig) -> str | None:
+def init_from_keeps_architecture(model: DictConfig, hydra: DictConfig) -> str | None:
     """A model loaded with `init_from` keeps the architecture and vocabulary of its checkpoint: the command line
-    cannot change them."""
-    if not OmegaConf.select(config, "model.init_from"):
+    (`hydra.overrides.task`) cannot change them."""
+    if not model.get("init_from"):
         return None
-    conflicts = [key for key in overridden_keys(config.hydra.overrides.task)
+    conflicts = [key for key in overridden_keys(hydra.overrides.task)
                  if key == "model" or key == "tokenizer.vocab_size"
                  or (key.startswith("model.") and key.removeprefix("model.") in ARCHITECTURE_KEYS)]
     if conflicts:
-        return (f"{conflicts[0]} cannot change a model loaded with model.init_from={config.model.init_from}: its "
+        return (f"{conflicts[0]} cannot change a model loaded with model.init_from={model.init_from}: its "
                 f"architecture and vocabulary come from that checkpoint's config.json; drop {conflicts[0]}, or set "
                 f"model.init_from=null to train from scratch")
     return None
 
 
-def length_chosen_once(config: DictConfig) -> str | None:
-    """A time budget chooses the length of training: the command line cannot choose it too."""
-    if config.budget_minutes is None:
+def length_chosen_once(budget_minutes: float | None, trainer: DictConfig, hydra: DictConfig) -> str | None:
+    """A time budget chooses the length of training: the command line (`hydra.overrides.task`) cannot choose it
+    too."""
+    if budget_minutes is None:
         return None
-    if key := next((key for key in overridden_keys(config.hydra.overrides.task) if key in LENGTH_KEYS), None):
-        return (f"{key}={OmegaConf.select(config, key)} and budget_minutes={config.budget_minutes}: "
+    if key := next((key for key in overridden_keys(hydra.overrides.task) if key in LENGTH_KEYS), None):
+        return (f"{key}={trainer.get(key.removeprefix('trainer.'))} and budget_minutes={budget_minutes}: "
                 f"the budget chooses trainer.max_steps itself; drop one of the two")
     return None
 

@@ -17,7 +17,7 @@ a `<recipe>/latest` path, which that recipe's own run makes.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -26,15 +26,20 @@ from bertlab.errors import CheckpointError
 from bertlab.recipe_files import recipe_names, recipe_text
 
 
-def check_requirements(config: DictConfig, overridden: Collection[str]) -> None:
-    """Every folder `model.init_from` or a key of `requires` names exists (null values are not asked for)."""
-    requires = dict(config.get("requires") or {})
-    for key in dict.fromkeys(["model.init_from", *requires]):
-        folder = OmegaConf.select(config, key, default=None)
+def folder_keys(requires: Mapping[str, str | None]) -> list[str]:
+    """The keys whose folders a run needs made first: `model.init_from` and those of a recipe's `requires`."""
+    return list(dict.fromkeys(["model.init_from", *requires]))
+
+
+def check_requirements(folders: Mapping[str, str | None], requires: Mapping[str, str | None], run_name: str,
+                       overridden: Collection[str]) -> None:
+    """Every folder of `folders` (each key of `folder_keys(requires)` → the folder its value names) exists (null
+    values are not asked for); `run_name` is the run's `name`, `overridden` the keys the command line set."""
+    for key, folder in folders.items():
         if folder and not Path(folder).is_dir():
             own_command = requires.get(key) if key not in overridden else None
             raise CheckpointError(f"{key}={folder}: no such checkpoint folder"
-                                  f"{hint(own_command or producing_command(Path(folder), str(config.get('name'))))}")
+                                  f"{hint(own_command or producing_command(Path(folder), run_name))}")
 
 
 def hint(command: str | None) -> str:

@@ -41,10 +41,10 @@ def launch(config_name: str, task: Callable[..., object], argv: list[str], prog:
            prepare: Callable[[DictConfig], object] | None = None) -> None:
     """Runs `task` on the config composed from `config_name` and the command line `argv`, or sweeps it (-m) through
     the configured sweeper and launcher; `prog` is "bertlab <command>". The config, and each job of a sweep over
-    listed values, is composed and checked before anything is created (`also_check` checks the config of the run,
-    or of the sweep as a whole, too); for a run, `prepare` then builds what `task` takes as `prepared`, before
-    Hydra makes the run's folder (a job of a sweep prepares itself). An error of Hydra or OmegaConf about the
-    config leaves as a bertlab error."""
+    listed values, is composed and checked before anything is created (`also_check` checks the `hydra` group of the
+    run, or of the sweep as a whole, too: its folders, its command line); for a run, `prepare` then builds what
+    `task` takes as `prepared`, before Hydra makes the run's folder (a job of a sweep prepares itself). An error of
+    Hydra or OmegaConf about the config leaves as a bertlab error."""
     register_configs()
     arguments = command_line(prog).parse_args(flags_first(argv))
     overrides = list(arguments.overrides)
@@ -98,7 +98,7 @@ def run_command(hydra_app, config_name: str, task: Callable[..., object], argume
             if mode == RunMode.MULTIRUN and run_dir is None:  # the sweep as a whole
                 check_output_folder(config.hydra.sweep.dir)
         if also_check is not None:
-            also_check(configs[0][0])
+            also_check(configs[0][0].hydra)
         if mode == RunMode.MULTIRUN:  # a job's error comes back through the sweeper, Hydra naming the job
             hydra_app.multirun(config_name=config_name, task_function=SweepJob(task), overrides=overrides)
             return

@@ -1,22 +1,18 @@
 """Sweep summaries: the final validation metrics of every run of a sweep (`-m seed=1,2,3`), per run
 and as mean ± std, written as summary.csv and summary.md in the sweep folder — when a sweep ends
-(the Hydra callback `SweepSummary`, conf/hydra/default.yaml) or on demand (`bertlab summarize`)."""
+(the Hydra callback bertlab.training.suites.hydra_callbacks.SweepSummary, conf/hydra/default.yaml) or on demand
+(`bertlab summarize`)."""
 
 from __future__ import annotations
 
-import logging
 import statistics
 from pathlib import Path
 
 import yaml
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
 
 from bertlab.errors import DataError
 from bertlab.metrics import VALIDATION_PREFIXES, final_values, named_for_their_sets, read_metrics
 from bertlab.tables import markdown_row, markdown_table, write_csv, write_markdown
-
-log = logging.getLogger("bertlab")
 
 
 def run_overrides(run_dir: Path) -> list[str]:
@@ -70,18 +66,3 @@ def write_tables(sweep_dir: Path, rows: list[dict], metrics: list[str]) -> str:
     total = markdown_row(["mean ± std", None, *(f"{m:.4f} ± {s:.4f}" for m, s in aggregate.values())])
     lines = ["Each run's last validation, not its best:", "", *table, total]
     return write_markdown(sweep_dir / "summary.md", "\n".join(lines) + "\n")
-
-
-class SweepSummary(Callback):
-    """Hydra callback: when a sweep (-m) ends, writes summary.csv and summary.md into its folder.
-    A sweep without any finished run only gets a warning: the runs' own errors were reported."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir)
-        try:
-            rows, metrics = summarize(sweep_dir)
-        except DataError as error:
-            log.warning("no sweep summary: %s", error)
-            return
-        print(write_tables(sweep_dir, rows, metrics), end="")
-        print(f"Sweep summary: {sweep_dir / 'summary.csv'}, {sweep_dir / 'summary.md'}")
