@@ -1,7 +1,8 @@
 """What Hydra calls back during bertlab's sweeps, handed the whole config as its API has it: the callbacks it
 instantiates, `SweepSummary` for every sweep (conf/hydra/default.yaml) and `GlueSuite` for a `glue` sweep (which
 bertlab.commands.glue registers on its command lines), and `glue_job`, the task function of a `glue` sweep's jobs.
-Each reads the values it needs and leaves the work to the modules that do it."""
+Each reads the values it needs and leaves the work to the modules that do it. Hydra builds `SweepSummary` for every
+run, a single one too, so the glue suite's modules are imported where a glue sweep needs them, not with this one."""
 from __future__ import annotations
 
 import logging
@@ -15,8 +16,6 @@ from omegaconf import DictConfig
 
 from bertlab.errors import DataError
 from bertlab.training.run.fit import run_training
-from bertlab.training.suites.glue import GLUE_CSV, finished
-from bertlab.training.suites.glue_report import write_glue_table
 from bertlab.training.suites.sweeps import summarize, write_tables
 
 log = logging.getLogger("bertlab")
@@ -61,6 +60,8 @@ class GlueSuite(Callback):
             self.seconds += time.perf_counter() - self.job_start
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from bertlab.training.suites.glue import GLUE_CSV
+        from bertlab.training.suites.glue_report import write_glue_table
         suite_dir = Path(config.hydra.sweep.dir)
         print(write_glue_table(suite_dir), end="")
         print(f"GLUE table: {suite_dir / 'glue.md'}, {suite_dir / GLUE_CSV}, {suite_dir / 'glue.png'}")
@@ -70,6 +71,7 @@ def glue_job(config: DictConfig) -> str | None:
     """Hydra's task function of a `glue` sweep's job: the fine-tune (bertlab.training.run.fit.run_training), or
     "skipped" where the job's folder holds a finished job (bertlab.training.suites.glue.check_finished_jobs has made
     sure that it ran with this launch's settings)."""
+    from bertlab.training.suites.glue import finished
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     if finished(job_dir):
         print(f"{job_dir}: finished before, skipped", flush=True)
