@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 import bertlab
+import bertlab.losses
 import bertlab.model
 from bertlab.errors import CheckpointError
 from bertlab.model import sinusoidal_positions
@@ -449,8 +450,8 @@ def test_orthogonal_embedding_init_gives_orthogonal_tables_at_the_normal_inits_s
 @pytest.mark.parametrize("class_name", ("BertForMaskedLM", "BertForPreTraining"))
 def test_the_plain_training_call_takes_the_fused_head_and_returns_logits_without_their_graph(monkeypatch, class_name):
     fused_calls = []
-    fused = bertlab.model.linear_cross_entropy_sum
-    monkeypatch.setattr(bertlab.model, "linear_cross_entropy_sum",
+    fused = bertlab.losses.linear_cross_entropy_sum  # bertlab.model looks it up there at each call
+    monkeypatch.setattr(bertlab.losses, "linear_cross_entropy_sum",
                         lambda *args, **kwargs: fused_calls.append(1) or fused(*args, **kwargs))
     torch.manual_seed(0)
     model = getattr(bertlab, class_name)(small_config(position_embedding_type="absolute", hidden_dropout_prob=0.0,
