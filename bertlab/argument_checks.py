@@ -80,7 +80,7 @@ def check_taken_together(taker: Callable, values: Mapping[str, Any]) -> None:
     checked = vars(taker).get("__init__") if inspect.isclass(taker) else taker
     if not getattr(checked, "between", ()):
         return
-    signature = inspect.signature(inspect.unwrap(checked))
+    signature = argument_rules(inspect.unwrap(checked))[0]  # cached with the call's own check, `self` left out
     takes_any = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values())
     try:
         arguments = signature.bind_partial(**(values if takes_any else
