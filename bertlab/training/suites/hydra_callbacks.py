@@ -2,7 +2,8 @@
 instantiates, `SweepSummary` for every sweep (conf/hydra/default.yaml) and `GlueSuite` for a `glue` sweep (which
 bertlab.commands.glue registers on its command lines), and `glue_job`, the task function of a `glue` sweep's jobs.
 Each reads the values it needs and leaves the work to the modules that do it. Hydra builds `SweepSummary` for every
-run, a single one too, so the glue suite's modules are imported where a glue sweep needs them, not with this one."""
+run, a single one too, so the sweep summary's and the glue suite's modules are imported where a sweep needs them,
+not with this one."""
 from __future__ import annotations
 
 import logging
@@ -16,7 +17,6 @@ from omegaconf import DictConfig
 
 from bertlab.errors import DataError
 from bertlab.training.run.fit import run_training
-from bertlab.training.suites.sweeps import summarize, write_tables
 
 log = logging.getLogger("bertlab")
 
@@ -27,6 +27,8 @@ class SweepSummary(Callback):
     were reported."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        from bertlab.training.suites.sweeps import summarize, write_tables
+
         sweep_dir = Path(config.hydra.sweep.dir)
         try:
             rows, metrics = summarize(sweep_dir)
