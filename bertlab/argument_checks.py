@@ -1,9 +1,9 @@
 """A value refused where it enters, as a ConfigError that names it: a config key's before a run
 (`check_rules`: `optimizer.lr=-0.5: must be in (0, inf)`), and an argument's when Python code calls a taker
 decorated with `checks_arguments` (`warmup_schedule(schedule='step'): must be one of …`). The rules are those
-the annotation of the argument declares (bertlab.value_rules), and a taker refuses null where that annotation does
-not admit it (`augment(p_mask=None): must be a number in [0, 1]`); where a bound is known only at run time (a
-teacher's layers), `check_rules` takes the Interval (or Divides) made then. `check_between`: the rules between
+the annotation of the argument declares (bertlab.value_rules, bertlab.run_rules), and a taker refuses null where
+that annotation does not admit it (`augment(p_mask=None): must be a number in [0, 1]`); where a bound is known only
+at run time (a teacher's layers), `check_rules` takes the Interval (or Divides) made then. `check_between`: the rules between
 values (a config's keys, a taker's arguments), each saying what is wrong of them together, or None.
 """
 
@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Between, Rule, base_types, rules, violation
+from bertlab.run_rules import Between
+from bertlab.value_rules import Rule, base_types, rules, violation
 
 
 def format_value(value: Any) -> str:

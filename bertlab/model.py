@@ -869,13 +869,9 @@ def predicted_states(sequence_output: torch.Tensor, labels: torch.Tensor, predic
 def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
               predictions_per_row: int | None = None, positions: torch.Tensor | None = None,
               differentiable_logits: bool = False):
-    """Full logits without labels; with labels, the loss and logits only at the labelled positions.
-
-    With labels the gradients flow through the loss alone: the logits come without their graph, and on
-    CPU the loss is computed in cache-sized vocabulary chunks (losses.linear_cross_entropy_sum), the
-    fast path of a training step; `return_logits=False` skips the logits altogether. A caller who
-    computes a loss of its own from these logits asks for `differentiable_logits` (the slower path of
-    a plain cross-entropy over logits kept for the backward pass), or calls without labels.
+    """Full logits without labels; with labels, the loss and logits only at the labelled positions, from
+    bertlab.losses.masked_lm_loss: the logits without their graph unless `differentiable_logits`, none with
+    `return_logits=False`.
 
     The head reads `predicted_states`, at `predicted_positions` ([B, P]). Without
     `predictions_per_row`, P is the batch's most labels in a row and the filling positions are dropped:
@@ -889,22 +885,7 @@ def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits
     hidden, targets = predicted_states(sequence_output, labels, predictions_per_row, positions)
     # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
     count = max(targets.numel(), 1) if predictions_per_row is None else (targets != IGNORE_INDEX).sum().clamp(min=1)
-    # Chunked on CPU, as the logits would not stay in its cache; a GPU does one large matmul faster
-    # (benchmarks.mlm_head_loss: 2.1 against 3.3 ms compiled, BERT-Base's batch-256 block on an H200).
-    # Without gradients, logits are wanted whole (validation): the plain path computes them once.
-    if hidden.device.type == "cpu" and not differentiable_logits and (torch.is_grad_enabled() or not return_logits):
-        transformed = head.transform(hidden)
-        weight = head.decoder_weight
-        bias = weight.new_zeros(weight.shape[0]) if head.bias is None else head.bias
-        if not return_logits:
-            return None, _losses().linear_cross_entropy_sum(transformed, weight, bias, targets) / count
-        loss, logits = _losses().linear_cross_entropy_sum(transformed, weight, bias, targets, with_logits=True)
-        return logits, loss / count
-    logits = head(hidden)
-    loss = _losses().cross_entropy_sum(logits, targets) / count
-    if not return_logits:
-        return None, loss
-    return (logits if differentiable_logits else logits.detach()), loss
+    return _losses().masked_lm_loss(head, hidden, targets, count, return_logits, differentiable_logits)
 
 
 def sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states):

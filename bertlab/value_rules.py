@@ -11,14 +11,10 @@ and words its own refusal.
 
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
-numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
-each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`, the keys of each mapping
-of a list. `Divides`: a whole number that divides sizes known only at run time (check_rules takes it made then: a
-relation head count and two models' widths).
-`Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and pruned_heads).
-
-A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
-is wrong of them together, or None; `Shares` is one: probabilities of one draw's exclusive outcomes.
+numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `Size`: a size a file may
+ask for. `Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and
+pruned_heads). The rules only a run's arguments declare (of a list's items, of sizes known at run time, between
+values) are bertlab.run_rules': a remote-code export carries this module, for BertConfig's fields, and not those.
 """
 
 from __future__ import annotations
@@ -32,8 +28,16 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 
+class Rule:
+    """What an `Annotated` item that rules a value is (the classes below, bertlab.run_rules'): `violation` says what
+    a value breaks of it ("must be …"), or None when it fits."""
+
+    def violation(self, value: Any) -> str | None:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Interval:
+class Interval(Rule):
     bounds: str
     takes_text: bool = False
     whole: bool = False
@@ -50,7 +54,7 @@ class Interval:
         return None if inside and math.isfinite(value) else f"must be {self.says or f'in {self.bounds}'}"
 
 
-class OneOf(tuple):
+class OneOf(tuple, Rule):
     """The choices of a value: `OneOf("min", "max")`."""
 
     def __new__(cls, *choices: Any) -> OneOf:
@@ -60,32 +64,8 @@ class OneOf(tuple):
         return None if value in self else f"must be one of {', '.join(map(str, self))}"
 
 
-class SomeOf(tuple):
-    """The choices of each item of a list value: `SomeOf("query-query", "key-key")`."""
-
-    def __new__(cls, *choices: Any) -> SomeOf:
-        return super().__new__(cls, choices)
-
-    def violation(self, value: Any) -> str | None:
-        items = [value] if isinstance(value, str) or not isinstance(value, Iterable) else value
-        return None if all(item in self for item in items) else f"must be some of {', '.join(map(str, self))}"
-
-
-class Entries(tuple):
-    """The keys of each entry (a mapping) of a list value, the first of them required: `Entries("source",
-    "text_column")`."""
-
-    def __new__(cls, *keys: str) -> Entries:
-        return super().__new__(cls, keys)
-
-    def violation(self, value: Any) -> str | None:
-        fits = isinstance(value, Iterable) and not isinstance(value, (str, Mapping)) and all(
-            isinstance(item, Mapping) and self[0] in item and set(item) <= set(self) for item in value)
-        return None if fits else f"must be a list of {{{', '.join(self)}}} entries, each with its {self[0]}"
-
-
 @dataclass(frozen=True)
-class Size:
+class Size(Rule):
     """A size a file may ask for, which bertlab must not allocate blindly: a whole number from 1 (or 0, where
     `zero` means none) to `limit`."""
     limit: int
@@ -98,19 +78,7 @@ class Size:
 
 
 @dataclass(frozen=True)
-class Divides:
-    """A whole number from 1 that divides each of `sizes`, known at run time (two models' widths); `says` words the
-    rule after "must"."""
-    sizes: tuple[int, ...]
-    says: str
-
-    def violation(self, value: Any) -> str | None:
-        whole = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-        return None if whole and not any(size % value for size in self.sizes) else f"must {self.says}"
-
-
-@dataclass(frozen=True)
-class Maps:
+class Maps(Rule):
     """A mapping whose (key, value) pairs `convert` makes into the value its taker keeps (JSON's keys are text: a
     config.json's `id2label` maps "0" to a name); `expected` words what it maps, after "must map"."""
     expected: str
@@ -127,22 +95,6 @@ class Maps:
         return None
 
 
-@dataclass(frozen=True)
-class Shares:
-    """The probabilities `names` of the exclusive outcomes of one draw (`outcomes` says which) add up to at most 1:
-    `p_mask + p_replace must be at most 1 (each word is masked, replaced or kept), got 0.6 + 0.5`. Each share's own
-    range is its annotation's."""
-    names: tuple[str, ...]
-    outcomes: str
-
-    def __call__(self, values: Mapping[str, Any]) -> str | None:
-        shares = [values[name] for name in self.names]
-        return None if sum(shares) <= 1 else \
-            f"{' + '.join(self.names)} must be at most 1 ({self.outcomes}), got {' + '.join(map(str, shares))}"
-
-
-Rule = Interval | OneOf | SomeOf | Entries | Size | Divides | Maps
-Between = Callable[[Mapping[str, Any]], str | None]
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
 Probability = Annotated[float, PROBABILITY]

@@ -20,7 +20,8 @@ from bertlab.config import BertConfig
 from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
 from bertlab.lit.pretraining import PretrainingModule
-from bertlab.value_rules import Entries, OneOf, Shares, SomeOf, base_types, rules
+from bertlab.run_rules import Entries, Shares, SomeOf
+from bertlab.value_rules import OneOf, base_types, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import pytest
 
-from bertlab.value_rules import COUNT, Count, Interval, OneOf, Size, SomeOf, field_problems, metadata, rules
+from bertlab.run_rules import SomeOf
+from bertlab.value_rules import COUNT, Count, Interval, OneOf, Size, field_problems, metadata, rules
 
 
 @pytest.mark.parametrize("rule, value, problem", [

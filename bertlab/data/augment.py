@@ -36,8 +36,9 @@ from bertlab.argument_checks import checks_arguments
 from bertlab.data.sources import load_dataset_source, read_text_lines, require_columns
 from bertlab.errors import CheckpointError, ConfigError, DataError
 from bertlab.model import BertForMaskedLM
+from bertlab.run_rules import Shares
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Interval, Probability, Shares
+from bertlab.value_rules import Count, Interval, Probability
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"

@@ -35,7 +35,8 @@ from bertlab.lit.saved_task import RecordsTask
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import (IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions,
                            predicted_states)
-from bertlab.value_rules import Count, Dropout, Interval, OneOf, Probability, Shares
+from bertlab.run_rules import Shares
+from bertlab.value_rules import Count, Dropout, Interval, OneOf, Probability
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from bertlab.argument_checks import check_rules
-from bertlab.value_rules import Divides
+from bertlab.run_rules import Divides
 
 RELATIONS = {"query-query": ("query", "query"), "key-key": ("key", "key"), "value-value": ("value", "value"),
              "query-key": ("query", "key")}  # name → the two projections related

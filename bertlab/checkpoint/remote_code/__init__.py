@@ -4,13 +4,14 @@ with rotary positions, pre-norm, a gated feed-forward, … — any mix that is n
 The folder holds transformers' custom-code convention: `config.json` with `model_type: bertlab` and an
 `auto_map`, the adapter beside this file (modeling_bertlab.py: transformers' PretrainedConfig and
 PreTrainedModel classes around bertlab's own, AutoConfig's class included), and bertlab's modules
-themselves: bertlab.model and what it imports (its config, the value rules the config's fields declare, the
-errors they raise; no checkpoint-format code, nor the training step's chunked loss: the adapter computes a loss
-from the logits), copied from the installed package at export time with `from bertlab.x import` rewritten to
-`from .bertlab_x import` (transformers copies and imports a folder's modules through relative imports only). So the code that runs in transformers is, line
-for line, the code that trained the model: no second copy of it lives in this repository, and an export
-always matches the bertlab that wrote it. `AutoModelForMaskedLM.from_pretrained(folder,
-trust_remote_code=True)` then needs torch, safetensors and tokenizers, not bertlab.
+themselves: bertlab.model and what it imports (its config, the value rules the config's fields declare, the errors
+they raise; no checkpoint-format code, nor the training step's masked-LM loss: the adapter computes a loss from the
+logits; nor the rules only a run's arguments declare, bertlab.run_rules), copied from the installed package at
+export time with `from bertlab.x import` rewritten to `from .bertlab_x import` (transformers copies and imports a
+folder's modules through relative imports only). So the code that runs in transformers is, line for line, the code
+that trained the model: no second copy of it lives in this repository, and an export always matches the bertlab
+that wrote it. `AutoModelForMaskedLM.from_pretrained(folder, trust_remote_code=True)` then needs torch, safetensors
+and tokenizers, not bertlab.
 """
 
 from __future__ import annotations
