@@ -13,8 +13,9 @@ An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbound
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
 each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`, the keys of each mapping
-of a list. `Divides`: a whole number that divides sizes known only at run time (check_rules takes it made then: a
-relation head count and two models' widths).
+of a list; `Tokens`, a list of tokens, each text without spaces (a tokenizer's never-split tokens). `Divides`: a whole
+number that divides sizes known only at run time (check_rules takes it made then: a relation head count and two models'
+widths).
 `Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and pruned_heads).
 
 A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
@@ -85,6 +86,24 @@ class Entries(tuple):
 
 
 @dataclass(frozen=True)
+class Tokens:
+    """A list of tokens, each text without spaces (a tokenizer's never-split tokens); `example` is one, for messages."""
+    example: str
+
+    def violation(self, value: Any) -> str | None:
+        if isinstance(value, str):
+            return f"must be a list of tokens, such as [{value!r}]"
+        if isinstance(value, Mapping) or not isinstance(value, Iterable):
+            return f"must be a list of tokens, such as [{self.example!r}]"
+        not_tokens = [item for item in value
+                      if not isinstance(item, str) or not item or any(character.isspace() for character in item)]
+        if not_tokens:
+            return (f"must be a list of tokens, text without spaces such as {self.example}; {not_tokens[0]!r} is not "
+                    "a token")
+        return None
+
+
+@dataclass(frozen=True)
 class Size:
     """A size a file may ask for, which bertlab must not allocate blindly: a whole number from 1 (or 0, where
     `zero` means none) to `limit`."""
@@ -141,7 +160,7 @@ class Shares:
             f"{' + '.join(self.names)} must be at most 1 ({self.outcomes}), got {' + '.join(map(str, shares))}"
 
 
-Rule = Interval | OneOf | SomeOf | Entries | Size | Divides | Maps
+Rule = Interval | OneOf | SomeOf | Entries | Tokens | Size | Divides | Maps
 Between = Callable[[Mapping[str, Any]], str | None]
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))

@@ -20,7 +20,7 @@ from bertlab.config import BertConfig
 from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
 from bertlab.lit.pretraining import PretrainingModule
-from bertlab.value_rules import Entries, OneOf, Shares, SomeOf, base_types, rules
+from bertlab.value_rules import Entries, OneOf, Shares, SomeOf, Tokens, base_types, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
@@ -51,6 +51,8 @@ def outside(rule) -> Any:
         return [rule[0], "surely-not-a-choice"]
     if isinstance(rule, Entries):
         return [{"surely-not-a-key": 1}]
+    if isinstance(rule, Tokens):
+        return ["surely not a token"]
     low, high = (float(bound) for bound in rule.bounds[1:-1].split(","))
     return low - 1 if math.isfinite(low) else high + 1
 
