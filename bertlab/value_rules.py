@@ -13,9 +13,9 @@ An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbound
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `SomeOf` is `OneOf` for
 each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`, the keys of each mapping
-of a list; `Tokens`, a list of tokens, each text without spaces (a tokenizer's never-split tokens). `Divides`: a whole
-number that divides sizes known only at run time (check_rules takes it made then: a relation head count and two models'
-widths).
+of a list; `Tokens`, a list of tokens, each text without spaces (a tokenizer's never-split tokens); `Items`, how many
+items a list has. `Divides`: a whole number that divides sizes known only at run time (check_rules takes it made then: a
+relation head count and two models' widths).
 `Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and pruned_heads).
 
 A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
@@ -28,7 +28,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -104,6 +104,21 @@ class Tokens:
 
 
 @dataclass(frozen=True)
+class Items:
+    """A list of `least` to `most` items, a text alone one item (a sentence's text column, or a pair's two); `says`
+    words the rule after "must be"."""
+    least: int
+    most: int
+    says: str
+
+    def violation(self, value: Any) -> str | None:
+        items = [value] if isinstance(value, str) else value
+        fits = (isinstance(items, Collection) and not isinstance(items, Mapping)
+                and self.least <= len(items) <= self.most)
+        return None if fits else f"must be {self.says}"
+
+
+@dataclass(frozen=True)
 class Size:
     """A size a file may ask for, which bertlab must not allocate blindly: a whole number from 1 (or 0, where
     `zero` means none) to `limit`."""
@@ -160,7 +175,7 @@ class Shares:
             f"{' + '.join(self.names)} must be at most 1 ({self.outcomes}), got {' + '.join(map(str, shares))}"
 
 
-Rule = Interval | OneOf | SomeOf | Entries | Tokens | Size | Divides | Maps
+Rule = Interval | OneOf | SomeOf | Entries | Tokens | Items | Size | Divides | Maps
 Between = Callable[[Mapping[str, Any]], str | None]
 PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
     Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))

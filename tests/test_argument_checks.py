@@ -20,7 +20,7 @@ from bertlab.config import BertConfig
 from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
 from bertlab.lit.pretraining import PretrainingModule
-from bertlab.value_rules import Entries, OneOf, Shares, SomeOf, Tokens, base_types, rules
+from bertlab.value_rules import Entries, Items, OneOf, Shares, SomeOf, Tokens, base_types, rules
 
 
 def ruled_arguments() -> list[tuple[Any, str, tuple]]:
@@ -53,6 +53,8 @@ def outside(rule) -> Any:
         return [{"surely-not-a-key": 1}]
     if isinstance(rule, Tokens):
         return ["surely not a token"]
+    if isinstance(rule, Items):
+        return ["surely-not-an-item"] * (rule.most + 1)
     low, high = (float(bound) for bound in rule.bounds[1:-1].split(","))
     return low - 1 if math.isfinite(low) else high + 1
 
