@@ -9,10 +9,12 @@ the fields no file sets are left to BertConfig.from_dict. No model file holds an
 from __future__ import annotations
 
 import importlib.resources
+from typing import Annotated
 
 from omegaconf import OmegaConf
 
-from bertlab.errors import ConfigError
+from bertlab.argument_checks import checks_arguments
+from bertlab.value_rules import OneOf
 
 CHECKPOINT_KEYS = ("init_from", "allow_reinitialised")  # the model group's keys that are not BertConfig's
 
@@ -26,11 +28,10 @@ def preset_names() -> list[str]:
     return sorted(entry.name[:-5] for entry in model_folder().iterdir() if entry.name.endswith(".yaml"))
 
 
-def model_preset(name: str) -> dict:
+@checks_arguments
+def model_preset(name: Annotated[str, OneOf(*preset_names())]) -> dict:
     """The BertConfig fields that conf/model/`name`.yaml and the files it starts from set."""
     path = model_folder().joinpath(f"{name}.yaml")
-    if not path.is_file():
-        raise ConfigError(f"unknown model preset {name!r}; known model presets: {', '.join(preset_names())}")
     fields = OmegaConf.to_container(OmegaConf.create(path.read_text(encoding="utf-8")), resolve=True)
     parents = [entry for entry in fields.pop("defaults", []) if entry != "_self_" and not entry.startswith("/")]
     values = {key: value for parent in parents for key, value in model_preset(parent).items()}

@@ -2,8 +2,9 @@
 config's fields declare too; an export carries them, and not these). bertlab.argument_checks runs both.
 
 `SomeOf` is `OneOf` for each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`,
-the keys of each mapping of a list. `Divides`: a whole number that divides sizes known only at run time (check_rules
-takes it made then: a relation head count and two models' widths).
+the keys of each mapping of a list; `Tokens`, a list of tokens, each text without spaces (a tokenizer's never-split
+tokens); `Items`, how many items a list has. `Divides`: a whole number that divides sizes known only at run time
+(check_rules takes it made then: a relation head count and two models' widths).
 
 A rule between values (a config's keys, a taker's arguments) is a function of their mapping by name that says what
 is wrong of them together, or None; `Shares` is one: probabilities of one draw's exclusive outcomes.
@@ -11,7 +12,7 @@ is wrong of them together, or None; `Shares` is one: probabilities of one draw's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,39 @@ class Entries(tuple, Rule):
         fits = isinstance(value, Iterable) and not isinstance(value, (str, Mapping)) and all(
             isinstance(item, Mapping) and self[0] in item and set(item) <= set(self) for item in value)
         return None if fits else f"must be a list of {{{', '.join(self)}}} entries, each with its {self[0]}"
+
+
+@dataclass(frozen=True)
+class Tokens(Rule):
+    """A list of tokens, each text without spaces (a tokenizer's never-split tokens); `example` is one, for messages."""
+    example: str
+
+    def violation(self, value: Any) -> str | None:
+        if isinstance(value, str):
+            return f"must be a list of tokens, such as [{value!r}]"
+        if isinstance(value, Mapping) or not isinstance(value, Iterable):
+            return f"must be a list of tokens, such as [{self.example!r}]"
+        not_tokens = [item for item in value
+                      if not isinstance(item, str) or not item or any(character.isspace() for character in item)]
+        if not_tokens:
+            return (f"must be a list of tokens, text without spaces such as {self.example}; {not_tokens[0]!r} is not "
+                    "a token")
+        return None
+
+
+@dataclass(frozen=True)
+class Items(Rule):
+    """A list of `least` to `most` items, a text alone one item (a sentence's text column, or a pair's two); `says`
+    words the rule after "must be"."""
+    least: int
+    most: int
+    says: str
+
+    def violation(self, value: Any) -> str | None:
+        items = [value] if isinstance(value, str) else value
+        fits = (isinstance(items, Collection) and not isinstance(items, Mapping)
+                and self.least <= len(items) <= self.most)
+        return None if fits else f"must be {self.says}"
 
 
 @dataclass(frozen=True)

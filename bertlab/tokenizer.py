@@ -15,11 +15,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.errors import CheckpointError, ConfigError, DataError
+from bertlab.run_rules import Tokens
 from bertlab.value_rules import Count, Interval, base_types, field_annotations, is_of
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -40,21 +42,15 @@ class WordPieceOptions:
     lowercase: bool = True
     strip_accents: bool | None = None  # None: strip them when lower-casing, as BERT's uncased models do
     tokenize_chinese_chars: bool = True  # each CJK character a word of its own
-    never_split: tuple[str, ...] = ()  # kept whole and never normalised: special tokens, ids after [MASK]
+    # Kept whole and never normalised: special tokens, ids after [MASK].
+    never_split: Annotated[tuple[str, ...], Tokens("[URL]")] = ()
     max_input_chars_per_word: Count = 100  # a longer word becomes [UNK]
 
     def __post_init__(self) -> None:
-        # Each type is its field's annotation (ranges are checked at the call); these are a message's words.
+        # Each type is its field's annotation (its rules are checked at the call); these are a message's words.
         for name, expected in OPTION_TYPE_WORDS.items():
             if not is_of(value := getattr(self, name), base_types(field_annotations(WordPieceOptions)[name])):
                 raise ConfigError(f"tokenizer.{name}={value!r}: expected {expected}")
-        if isinstance(self.never_split, str):
-            raise ConfigError(f"tokenizer.never_split={self.never_split!r}: expected a list of tokens, "
-                              f"such as [{self.never_split!r}]")
-        for token in self.never_split:
-            if not isinstance(token, str) or not token or any(character.isspace() for character in token):
-                raise ConfigError(f"tokenizer.never_split: {token!r} is not a token: expected text without "
-                                  "spaces, such as [URL]")
         never_split = dict.fromkeys(token for token in self.never_split if token not in SPECIAL_TOKENS)
         object.__setattr__(self, "never_split", tuple(never_split))  # a config's list, once each, in order
 

@@ -20,7 +20,7 @@ from bertlab.config import BertConfig
 from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
 from bertlab.lit.pretraining import PretrainingModule
-from bertlab.run_rules import Entries, Shares, SomeOf
+from bertlab.run_rules import Entries, Items, Shares, SomeOf, Tokens
 from bertlab.value_rules import OneOf, base_types, rules
 
 
@@ -52,6 +52,10 @@ def outside(rule) -> Any:
         return [rule[0], "surely-not-a-choice"]
     if isinstance(rule, Entries):
         return [{"surely-not-a-key": 1}]
+    if isinstance(rule, Tokens):
+        return ["surely not a token"]
+    if isinstance(rule, Items):
+        return ["surely-not-an-item"] * (rule.most + 1)
     low, high = (float(bound) for bound in rule.bounds[1:-1].split(","))
     return low - 1 if math.isfinite(low) else high + 1
 

@@ -141,10 +141,13 @@ def test_default_options_are_the_tokenizer_of_before():
     ({"tokenize_chinese_chars": None}, "tokenizer.tokenize_chinese_chars=None: expected true or false"),
     ({"max_input_chars_per_word": 0}, "WordPieceOptions(max_input_chars_per_word=0): must be in [1, inf)"),
     ({"max_input_chars_per_word": 2.5}, "tokenizer.max_input_chars_per_word=2.5: expected a whole number"),
-    ({"never_split": "[URL]"}, "tokenizer.never_split='[URL]': expected a list of tokens, such as ['[URL]']"),
-    ({"never_split": ["[URL]", "two words"]}, "tokenizer.never_split: 'two words' is not a token"),
-    ({"never_split": [""]}, "tokenizer.never_split: '' is not a token"),
-    ({"never_split": [["[URL]"]]}, "tokenizer.never_split: ['[URL]'] is not a token"),
+    ({"never_split": "[URL]"}, "WordPieceOptions(never_split='[URL]'): must be a list of tokens, such as ['[URL]']"),
+    ({"never_split": ["[URL]", "two words"]}, "WordPieceOptions(never_split=['[URL]', 'two words']): must be a list of "
+                                              "tokens, text without spaces such as [URL]; 'two words' is not a token"),
+    ({"never_split": [""]}, "WordPieceOptions(never_split=['']): must be a list of tokens, text without spaces such as "
+                            "[URL]; '' is not a token"),
+    ({"never_split": [["[URL]"]]}, "WordPieceOptions(never_split=[['[URL]']]): must be a list of tokens, text without "
+                                   "spaces such as [URL]; ['[URL]'] is not a token"),
 ])
 def test_bad_options_are_one_line_config_errors(options, message):
     with pytest.raises(ConfigError, match="^" + re.escape(message)) as error:

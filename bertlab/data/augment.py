@@ -34,9 +34,9 @@ from tokenizers import Tokenizer
 
 from bertlab.argument_checks import checks_arguments
 from bertlab.data.sources import load_dataset_source, read_text_lines, require_columns
-from bertlab.errors import CheckpointError, ConfigError, DataError
+from bertlab.errors import CheckpointError, DataError
 from bertlab.model import BertForMaskedLM
-from bertlab.run_rules import Shares
+from bertlab.run_rules import Items, Shares
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
 from bertlab.value_rules import Count, Interval, Probability
 
@@ -302,14 +302,16 @@ def _match_case(word: str, prediction: str) -> str:
     return prediction[:1].upper() + prediction[1:] if word[:1].isupper() else prediction
 
 
-def read_unlabelled(path: str | os.PathLike, text_columns: str | Sequence[str] = ("sentence",), *,
+TextColumns = Annotated[str | Sequence[str], Items(1, 2, says="1 or 2 column names (a text, or a sentence pair)")]
+
+
+@checks_arguments
+def read_unlabelled(path: str | os.PathLike, text_columns: TextColumns = ("sentence",), *,
                     split: str = "train") -> list[Example]:
     """In-domain text without labels, one example per row: a .txt/.tsv file (one example per line,
     the two texts of a pair separated by a tab, blank lines skipped) or a dataset (a parquet, JSON or
     CSV file, a folder of split files, a saved dataset or a hub id) whose `split` has `text_columns`."""
     columns = [text_columns] if isinstance(text_columns, str) else list(text_columns)
-    if not 1 <= len(columns) <= 2:
-        raise ConfigError(f"text_columns must name 1 or 2 columns (a text, or a sentence pair), got {columns}")
     if Path(path).suffix in TEXT_FILE_SUFFIXES:
         return _read_text_file(Path(path).expanduser(), columns)
     splits = load_dataset_source(str(path), what="unlabelled text")

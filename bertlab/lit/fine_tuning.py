@@ -45,7 +45,14 @@ def per_piece_forward_flops(model: torch.nn.Module, batch_size: int, length: int
     return encoder_forward_flops(config, batch_size, length) + head + 2 * positions * hidden * config.num_labels
 
 
-@checks_arguments
+def built_or_given(arguments: Mapping[str, Any]) -> str | None:
+    """A module's model is built from a model config or given loaded."""
+    if arguments["config"] is None and arguments["model"] is None:
+        return "a fine-tuning module needs a model config (config) or a loaded model (model); got neither"
+    return None
+
+
+@checks_arguments(between=(built_or_given,))
 class FineTuningModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask):
     """`config` (BertConfig or its dict) builds a freshly initialised `model_class`; a command that loads a
     pretrained checkpoint passes it as `model` instead (its config is then the one stored).
@@ -64,8 +71,6 @@ class FineTuningModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTask
                  model: torch.nn.Module | None = None, compile: bool = False, freeze: Sequence[str] = ()):
         super().__init__()
         if model is None:
-            if config is None:
-                raise ConfigError(f"{type(self).__name__} needs a model config or a loaded model; got neither")
             model = self.model_class(config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config)))
         self.check_model(model)
         # Named, not collected from the constructors' frames: a subclass's `config` argument would hide the dict.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import re
 
 import datasets
 import pytest
@@ -258,7 +259,9 @@ def test_unlabelled_text_is_read_from_a_dataset_file_or_folder(tmp_path):
     ("missing.txt", ["sentence"], "unlabelled text file .*missing.txt does not exist"),
     ("missing.parquet", ["sentence"], "unlabelled text .*missing.parquet' does not exist"),
     ("unlabelled.parquet", ["sentence"], r"has no column\(s\) \['sentence'\]; available columns"),
-    ("unlabelled.parquet", ["text", "sentence1", "sentence2"], "text_columns must name 1 or 2 columns"),
+    ("unlabelled.parquet", ["text", "sentence1", "sentence2"],
+     re.escape("read_unlabelled(text_columns=['text', 'sentence1', 'sentence2']): must be 1 or 2 column names (a "
+               "text, or a sentence pair)")),
 ])
 def test_a_missing_file_or_column_is_a_one_line_error(tmp_path, name, columns, message):
     datasets.Dataset.from_dict({"text": ["a film"], "idx": [0]}).to_parquet(tmp_path / "unlabelled.parquet")

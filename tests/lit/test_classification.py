@@ -54,7 +54,8 @@ def test_classification_uses_a_given_model_and_stores_its_config():
     module = ClassificationModule(model=model, optimizer=adamw())
     assert module.model is model
     assert BertConfig.from_dict(module.hparams.config) == model.config
-    with pytest.raises(ConfigError, match="neither"):
+    with pytest.raises(ConfigError, match=r"^a fine-tuning module needs a model config \(config\) or a loaded model "
+                                          r"\(model\); got neither$"):
         ClassificationModule(optimizer=adamw())
 
 

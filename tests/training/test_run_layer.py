@@ -4,6 +4,7 @@ checks before a run, the run folder, and the model group."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.lit.saved_task import SAVED_BY
-from bertlab.presets import model_preset
+from bertlab.presets import model_preset, preset_names
 from bertlab.training.checks import combinations
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import overridden_keys
@@ -46,7 +47,8 @@ def test_model_preset_is_the_model_group_file():
     assert (preset["num_hidden_layers"], preset["hidden_size"], preset["num_attention_heads"],
             preset["intermediate_size"]) == (4, 256, 4, 1024)
     assert "init_from" not in preset
-    with pytest.raises(ConfigError, match="^unknown model preset 'bert_huge'; known model presets: bert_base, "):
+    with pytest.raises(ConfigError, match="^" + re.escape("model_preset(name='bert_huge'): must be one of "
+                                                          f"{', '.join(preset_names())}") + "$"):
         model_preset("bert_huge")
 
 

@@ -41,9 +41,11 @@ def test_each_tokenizer_key_reaches_the_data_module():
     ("tokenizer.max_input_chars_per_word=0", "tokenizer.max_input_chars_per_word=0: must be in [1, inf)"),
     ("tokenizer.max_input_chars_per_word=2.5", "tokenizer.max_input_chars_per_word=2.5: expected int"),
     ("tokenizer.never_split=URL", "tokenizer.never_split='URL': expected list"),
-    ("tokenizer.never_split=[[URL]]", "tokenizer.never_split: ['URL'] is not a token"),  # [URL] unquoted: a list
-    ("tokenizer.never_split=['[URL]','two words']", "tokenizer.never_split: 'two words' is not a token: expected text "
-                                                 "without spaces"),
+    ("tokenizer.never_split=[[URL]]", "tokenizer.never_split=[['URL']]: must be a list of tokens, text without spaces "
+                                      "such as [URL]; ['URL'] is not a token"),  # [URL] unquoted: a list
+    ("tokenizer.never_split=['[URL]','two words']",
+     "tokenizer.never_split=['[URL]', 'two words']: must be a list of tokens, text without spaces such as [URL]; "
+     "'two words' is not a token"),
     ("tokenizer.colour=red", "unknown config key 'tokenizer.colour'; 'tokenizer' has: path, vocab_size, lowercase"),
 ])
 def test_a_bad_tokenizer_value_is_one_line_before_the_run_folder_exists(override, message, tiny_data_dir: Path,
