@@ -16,7 +16,6 @@ import torch.nn.functional as F
 
 import bertlab
 from bertlab.checkpoint.dispatch import export_pretrained
-from bertlab.config import BertConfig
 from bertlab.tokenizer import train_tokenizer
 from tests import factories
 from tests.factories import perturbed
