@@ -75,5 +75,6 @@ def test_it_reloads_from_its_hyperparameters():
 
 
 def test_a_module_without_a_model_is_refused():
-    with pytest.raises(ConfigError, match="QuestionAnsweringModule needs a model config or a loaded model"):
+    with pytest.raises(ConfigError, match=r"^a fine-tuning module needs a model config \(config\) or a loaded model "
+                                          r"\(model\); got neither$"):
         QuestionAnsweringModule()
