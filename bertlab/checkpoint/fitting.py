@@ -1,8 +1,19 @@
 """How a state dict, already under bertlab's names, fits a model: the tensors that load, the checks
-that refuse a checkpoint trained differently, and one readable report of what did not fit."""
+that refuse a checkpoint trained differently, and one readable report of what did not fit (LoadReport).
+
+Whether a checkpoint's weights fit the model that reads them is the one rule every command and run
+applies before it uses a checkpoint (`check_weights_fit`: `model.init_from`, a distillation teacher, the
+checkpoint of predict, evaluate, heads, attention, shrink, glue). A head the checkpoint lacks (a classifier
+on a masked-LM export, a pooler, a masked-LM head) is expected: it is initialised and the load report says
+so. An encoder tensor (the embeddings or a layer) that is missing, renamed, extra or of another shape is
+refused in one line naming the tensors: a body trained from random weights is a ruined experiment.
+`model.allow_reinitialised=true` (a run) or `--allow-reinitialised` (a command) asks for it explicitly; it
+is then logged.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -13,9 +24,13 @@ import torch
 from bertlab.config import POSITION_TABLE_TYPES, BertConfig
 from bertlab.errors import CheckpointError
 
+log = logging.getLogger("bertlab")
 BASE_PREFIX = "bert."
 DECODER_KEY = "cls.predictions.decoder.weight"
 HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.", "head.")
+ENCODER_PREFIXES = ("embeddings.", "encoder.")  # below the optional `bert.`; everything else is a head
+ALLOW_KEY = "model.allow_reinitialised=true"
+ALLOW_FLAG = "--allow-reinitialised"
 
 
 def layer_pattern(keys: list[str]) -> list[str]:
@@ -159,3 +174,44 @@ def fit_state(model: torch.nn.Module, state: dict[str, torch.Tensor], source: Pa
     mismatched_keys = {key for key, _, _ in report.mismatched}
     report.missing = [key for key in expected if key not in fitting and key not in mismatched_keys]
     return report
+
+
+def is_encoder_tensor(key: str) -> bool:
+    return key.removeprefix("bert.").startswith(ENCODER_PREFIXES)
+
+
+def unfit_encoder_tensors(report: LoadReport) -> list[str]:
+    """What does not fit among the encoder tensors, grouped: `missing …`, `unexpected …`, `shape of …`."""
+    missing = [key for key in report.missing if is_encoder_tensor(key)]
+    unexpected = [key for key in report.unexpected if is_encoder_tensor(key)]
+    mismatched = [f"{key} (checkpoint {tuple(found)}, model {tuple(wanted)})"
+                  for key, found, wanted in report.mismatched if is_encoder_tensor(key)]
+    groups = [("missing", layer_pattern(missing)), ("unexpected", layer_pattern(unexpected)),
+              ("shape of", mismatched)]
+    return [f"{name} {', '.join(keys)}" for name, keys in groups if keys]
+
+
+def check_weights_fit(report: LoadReport, what: str, allow: bool, how_to_allow: str = ALLOW_KEY) -> None:
+    """Refuses `report`'s checkpoint when an encoder tensor does not fit, unless `allow`.
+    `what` names the checkpoint as the user gave it (`model.init_from=…`, a command's argument)."""
+    unfit = unfit_encoder_tensors(report)
+    if not unfit:
+        return
+    described = "; ".join(unfit)
+    if allow:
+        log.warning("%s: encoder tensors re-initialised (allowed): %s", what, described)
+        return
+    raise CheckpointError(f"{what}: its encoder does not fit {report.model_class} ({described}); those tensors "
+                          f"would start from random weights. Use a checkpoint of this architecture, or "
+                          f"{how_to_allow} to train them from scratch")
+
+
+def quietly_loaded(model_class: type, folder: str | Path, **config_overrides):
+    """`model_class.from_pretrained` without its load report in the log (the caller judges it)."""
+    logger = logging.getLogger("bertlab")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return model_class.from_pretrained(folder, **config_overrides)
+    finally:
+        logger.setLevel(level)

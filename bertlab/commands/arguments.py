@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME
+from bertlab.checkpoint.fitting import ALLOW_FLAG
 from bertlab.errors import UsageError
 from bertlab.training.checks.run_folder_checks import check_holds_nothing, check_output_folder
-from bertlab.training.checks.weights_fit import ALLOW_FLAG
 from bertlab.training.run.run_folder import HF_MODEL
 
 
@@ -56,7 +56,7 @@ def output_file(*suffixes: str) -> Callable[[str], Path]:
 
 
 def add_allow_reinitialised(parser: argparse.ArgumentParser) -> None:
-    """The flag that accepts a checkpoint whose encoder tensors do not fit (bertlab.training.checks.weights_fit)."""
+    """The flag that accepts a checkpoint whose encoder tensors do not fit (bertlab.checkpoint.fitting)."""
     parser.add_argument(ALLOW_FLAG, action="store_true",
                         help="use a checkpoint even where encoder tensors are missing, renamed, extra or of "
                              "another shape (they are then random)")

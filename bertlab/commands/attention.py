@@ -8,19 +8,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit, quietly_loaded
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
                                        checkpoint_folder)
 from bertlab.errors import UsageError
 from bertlab.interpret.attention_maps import plot_attention_grid, plot_head, plot_token_attention, sentence_attentions
 from bertlab.model import BertModel
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit, quietly_loaded
 
 
 def load_encoder(checkpoint: str, allow_reinitialised: bool = False) -> BertModel:
     """The encoder of any BERT checkpoint (a masked-LM or classifier export, or a bare BertModel).
     Heads left out are expected here, so the load report is not shown; encoder tensors that do not fit are
-    refused (bertlab.training.checks.weights_fit)."""
+    refused (bertlab.checkpoint.fitting)."""
     model = quietly_loaded(BertModel, checkpoint)
     check_weights_fit(model.load_report, checkpoint, allow_reinitialised, ALLOW_FLAG)
     return model

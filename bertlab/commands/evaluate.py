@@ -11,6 +11,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
                                        add_overwrite, check_output, checkpoint_folder, labelled_data_options,
                                        output_file, positive_int)
@@ -21,7 +22,6 @@ from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS
 from bertlab.qa_inference import is_span_head, load_span_head, split_squad_scores
 from bertlab.tables import markdown_table
 from bertlab.token_inference import is_token_classifier, load_token_classifier, split_entity_scores
-from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
 from bertlab.training.launch.config_tree import local_copy
 from bertlab.training.run.run_folder import CONFIG
 

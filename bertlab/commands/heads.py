@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from bertlab.checkpoint.dispatch import export_pretrained
+from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
                                        add_overwrite, check_output, checkpoint_folder, labelled_data_options,
                                        positive_int)
@@ -24,7 +25,6 @@ from bertlab.interpret.head_importance import (head_importance, heads_to_prune, 
                                                most_pruned_within, plot_heads, pruning_curve)
 from bertlab.lit.classification import validation_metrics
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
 from bertlab.training.launch.config_tree import local_copy
 
 

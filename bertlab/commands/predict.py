@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
                                        checkpoint_folder, output_file, positive_int)
 from bertlab.data.sources import load_dataset_source, require_columns
@@ -21,7 +22,6 @@ from bertlab.inference import load_classifier, predict
 from bertlab.qa_inference import answer, is_span_head, load_span_head
 from bertlab.token_inference import is_token_classifier, load_token_classifier, sentence_entities
 from bertlab.tokenizer import load_tokenizer
-from bertlab.training.checks.weights_fit import ALLOW_FLAG, check_weights_fit
 
 
 def read_inputs(texts: list[str], pairs: list[str] | None, file: str | None, column: str,

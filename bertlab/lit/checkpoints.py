@@ -1,5 +1,7 @@
 """How Lightning checkpoints are written: atomically (AtomicCheckpointIO), and into the run folder at every
-validation and when training ends (RunCheckpoint)."""
+validation and when training ends (RunCheckpoint). Each checkpoint of a bertlab LightningModule records which
+module saved it (RecordsTask): `resume=` refuses a checkpoint of another task by reading it
+(bertlab.training.checks.run_folder_checks)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from bertlab.files import write_atomically
 
+SAVED_BY = "bertlab_task"  # the checkpoint's key: the class name of the LightningModule that saved it
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -61,3 +64,11 @@ class RunCheckpoint(ModelCheckpoint):
         # on disk before the checkpoint is.
         for logger in trainer.loggers:
             logger.save()
+
+
+class RecordsTask(L.LightningModule):
+    """LightningModule mixin: its class name in every checkpoint it saves, under SAVED_BY."""
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
+        checkpoint[SAVED_BY] = type(self).__name__

@@ -26,10 +26,10 @@ from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
 from bertlab.flops import encoder_forward_flops
-from bertlab.lit.model_flops import ModelFlopsPerBatch
+from bertlab.lit.checkpoints import RecordsTask
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
-from bertlab.lit.saved_task import RecordsTask
 from bertlab.lit.task_data import task_data
+from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.model import BertModel
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype

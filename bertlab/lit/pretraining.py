@@ -26,12 +26,12 @@ from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
+from bertlab.lit.checkpoints import RecordsTask
 from bertlab.lit.masking import (FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator,
                                  predicted_per_batch, predictions_per_row)
-from bertlab.lit.model_flops import ModelFlopsPerBatch
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.sampled_softmax import sampled_softmax_loss
-from bertlab.lit.saved_task import RecordsTask
+from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import (IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions,
                            predicted_states)

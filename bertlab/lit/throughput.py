@@ -1,4 +1,6 @@
-"""Token throughput and MFU of training (TokenThroughputMonitor), clocked only on the steps it logs."""
+"""Token throughput and MFU of training (TokenThroughputMonitor), clocked only on the steps it logs, and
+`flops_per_batch` (ModelFlopsPerBatch), which the monitor reads after every batch: the model FLOPs behind
+train/device/flops_per_sec and, where the device's peak is known, train/device/mfu."""
 
 from __future__ import annotations
 
@@ -13,10 +15,31 @@ from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities import rank_zero_only
 
 from bertlab.argument_checks import checks_arguments
-from bertlab.flops import dense_bf16_peak_flops
+from bertlab.flops import TRAINING_PER_FORWARD, dense_bf16_peak_flops
 from bertlab.value_rules import Interval, Positive
 
 WindowSize = Annotated[int, Interval("[2, inf)")]  # a rate is the difference of the window's first and last readings
+
+
+class ModelFlopsPerBatch:
+    """LightningModule mixin: the model FLOPs (bertlab.flops) of the last batch a step saw — forward and
+    backward in training, the forward alone in validation and prediction. The module's forward calls
+    `count_batch`, and the module gives the FLOPs of a forward with `forward_flops`."""
+
+    _batch_shape: tuple[int, int] | None = None
+
+    def count_batch(self, batch: dict[str, torch.Tensor]) -> None:
+        self._batch_shape = tuple(batch["input_ids"].shape)
+
+    def forward_flops(self, batch_size: int, length: int) -> float:
+        raise NotImplementedError
+
+    @property
+    def flops_per_batch(self) -> float | None:
+        if self._batch_shape is None:
+            return None
+        forward = self.forward_flops(*self._batch_shape)
+        return TRAINING_PER_FORWARD * forward if self.training else forward
 
 
 def compute_dtype(precision: str) -> torch.dtype:
@@ -71,7 +94,7 @@ class StageClock:
 class TokenThroughputMonitor(L.Callback):
     """Lightning's Throughput for bertlab's dict batches during fit: logs train/device/samples_per_sec
     (sequences), train/device/items_per_sec (tokens, padding included), train/device/flops_per_sec
-    (the module's `flops_per_batch`, bertlab.lit.model_flops), train/device/mfu, those FLOP/s over
+    (the module's `flops_per_batch`, ModelFlopsPerBatch), train/device/mfu, those FLOP/s over
     the device's peak, and the totals train/time, train/batches, train/samples, train/lengths; validate/…
     the same for the validations. The peak: `peak_flops` (FLOP/s of one device), else the datasheet's dense
     bf16 peak for a bf16 run on a GPU bertlab.flops lists, else Lightning's table of GPUs for the training

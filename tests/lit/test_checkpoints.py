@@ -1,5 +1,6 @@
 """The checkpoint plugin (bertlab.lit.checkpoints.AtomicCheckpointIO): a save stopped by a signal or a full disk
-leaves the previous checkpoint whole and loadable; RunCheckpoint writes last.ckpt at every validation."""
+leaves the previous checkpoint whole and loadable; RunCheckpoint writes last.ckpt at every validation; a bertlab
+LightningModule records its class in every checkpoint it saves (RecordsTask)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
 
-from bertlab.lit.checkpoints import AtomicCheckpointIO, RunCheckpoint
+from bertlab.lit.checkpoints import SAVED_BY, AtomicCheckpointIO, RunCheckpoint
+from bertlab.lit.classification import ClassificationModule
 from bertlab.training.run.run_folder import checkpoint_step
 from tests.data.test_cache_entries import SEED
+from tests.lit.helpers import pretraining_module, small_config
 
 
 def test_interrupted_checkpoint_save_leaves_the_previous_file_whole(tmp_path, monkeypatch):
@@ -93,3 +96,10 @@ def test_last_checkpoint_is_written_at_every_validation_when_the_best_is_kept_by
     trainer.fit(ScoredModel())
     assert reader.last_steps == [2, 4, 6]
     assert checkpoint_step(checkpoints / "best.ckpt") == 2 and checkpoint_step(checkpoints / RunCheckpoint.LAST) == 7
+
+
+def test_a_module_records_its_class_in_the_checkpoints_it_saves():
+    for module in (pretraining_module(), ClassificationModule(small_config())):
+        checkpoint = {"global_step": 3}
+        module.on_save_checkpoint(checkpoint)
+        assert checkpoint == {"global_step": 3, SAVED_BY: type(module).__name__}

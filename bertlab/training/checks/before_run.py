@@ -11,7 +11,6 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.argument_checks import check_between
-from bertlab.training.checks import extras
 from bertlab.training.checks import combinations, environment
 from bertlab.training.checks.keys import ConfigKeys, check_tokenizer_options, overridden_keys
 from bertlab.training.checks.requirements import check_requirements, folder_keys
@@ -24,7 +23,7 @@ def check(config: DictConfig, run_dir: str | Path | None, new_run: bool = False)
     """Everything about `config` that can be known before a run starts; `run_dir` is the run's folder
     (None for a sweep as a whole), `new_run` whether this launch is about to create it."""
     check_combinations(config, [combinations.recipe_command])  # before the keys: those of another command's recipe
-    extras.check_logger_packages(config.get("logger"))
+    environment.check_logger_packages(config.get("logger"))
     overridden = overridden_keys(config.hydra.overrides.task)
     keys = ConfigKeys.walk(config, overridden)
     keys.check_known()

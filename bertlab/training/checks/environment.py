@@ -1,19 +1,69 @@
-"""What a run needs of its surroundings: a GPU where it asks for one, search spaces the Optuna plugin
-accepts, and checkpoints whose encoders fit (bertlab.training.checks.weights_fit)."""
+"""What a run needs of its surroundings: the optional extras of pyproject.toml that its config needs, a GPU
+where it asks for one, search spaces the Optuna plugin accepts, and checkpoints whose encoders fit
+(bertlab.checkpoint.fitting.check_weights_fit).
+
+A missing extra is named in a one-line error before anything is written: the package of a logger
+(`logger=tensorboard`, `mlflow`, `wandb`), and Hydra's sweeper and launcher plugins (`hydra/sweeper=optuna`,
+`hydra/launcher=submitit_local|submitit_slurm`), whose configs exist only once the plugin is installed."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.checkpoint.dispatch import WEIGHTS_NAME
+from bertlab.checkpoint.fitting import LoadReport, check_weights_fit, quietly_loaded
 from bertlab.errors import ConfigError
-from bertlab.training.checks.weights_fit import check_encoder_weights_fit
+from bertlab.model import BertModel
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
     from optuna.distributions import BaseDistribution
+
+# A logger's `_target_` → the package it imports, which is also the name of the extra that installs it.
+LOGGER_PACKAGES = {
+    "lightning.pytorch.loggers.TensorBoardLogger": "tensorboard",
+    "lightning.pytorch.loggers.MLFlowLogger": "mlflow",
+    "lightning.pytorch.loggers.WandbLogger": "wandb",
+}
+# A config of a Hydra plugin → (the plugin's package, the extra that installs it).
+PLUGIN_EXTRAS = {
+    "hydra/sweeper/optuna": ("hydra-optuna-sweeper", "optuna"),
+    "hydra/launcher/submitit_local": ("hydra-submitit-launcher", "submitit"),
+    "hydra/launcher/submitit_slurm": ("hydra-submitit-launcher", "submitit"),
+}
+
+
+def installed(package: str) -> bool:
+    return importlib.util.find_spec(package) is not None
+
+
+def install_command(extra: str) -> str:
+    return f'pip install -e ".[{extra}]"'
+
+
+def check_logger_packages(loggers: DictConfig | None) -> None:
+    """Every logger of the `logger` group, `loggers`, can be imported."""
+    for name, spec in (loggers or {}).items():
+        package = LOGGER_PACKAGES.get(spec.get("_target_")) if spec is not None else None
+        if package is not None and not installed(package):
+            raise ConfigError(f"logger={name} needs the {package} package: {install_command(package)}")
+
+
+def missing_plugin_message(config_path: str) -> str | None:
+    """What to install for a config of a Hydra plugin that is not installed (`hydra/sweeper/optuna`);
+    None for any other config."""
+    if config_path not in PLUGIN_EXTRAS:
+        return None
+    plugin, extra = PLUGIN_EXTRAS[config_path]
+    group, _, option = config_path.rpartition("/")
+    return f"{group}={option} needs Hydra's {plugin} plugin: {install_command(extra)}"
+
 
 def check_accelerator(accelerator: str | None) -> None:
     """A GPU run (`accelerator`: trainer.accelerator) on a machine without one is refused here, not by Lightning
@@ -76,3 +126,17 @@ def check_checkpoints(model: DictConfig, task: DictConfig, data: DictConfig) -> 
     for key, folder in loaded.items():
         if folder:
             check_encoder_weights_fit(folder, f"{key}={folder}", bool(model.allow_reinitialised))
+
+
+def check_encoder_weights_fit(folder: str | Path, what: str, allow: bool) -> None:
+    """The check of `check_weights_fit` on the encoder of the checkpoint `folder`, before a run uses it
+    (check_checkpoints); a folder without weights is left to the step that reads it."""
+    weights = Path(folder) / WEIGHTS_NAME
+    if weights.is_file():
+        check_weights_fit(encoder_report(str(weights.parent.resolve()), weights.stat().st_mtime_ns), what, allow)
+
+
+@functools.lru_cache(maxsize=8)
+def encoder_report(folder: str, modified_ns: int) -> LoadReport:
+    """The load report of `folder` read into a BertModel; kept per file version (a sweep checks it per job)."""
+    return quietly_loaded(BertModel, folder).load_report

@@ -2,8 +2,13 @@
 declaration: the annotation of what takes its value (bertlab.value_rules) — an argument of the `_target_` its group
 builds, a field of the command's schema, of the tokenizer group's or of a settings dataclass an argument names
 (`data.transfer`: TransferSettings); for the arguments of other libraries' classes, the type of their annotation and
-the range in bertlab.training.checks.library_arguments. The model group's fields are BertConfig's, annotated with
-their rules; BertConfig runs them itself, in a model config's words (bertlab.training.run.model_group.check_model).
+the range in LIBRARY_ARGUMENTS. The model group's fields are BertConfig's, annotated with their rules; BertConfig runs
+them itself, in a model config's words (bertlab.training.run.model_group.check_model).
+
+LIBRARY_ARGUMENTS: the ranges and choices of the arguments of other libraries' classes that config groups build —
+Lightning's Trainer and callbacks, torch's AdamW — which bertlab cannot declare in their annotations
+(bertlab.value_rules); their types are those annotations. The keys: `trainer.*` (conf/trainer), `optimizer.*`
+(conf/optimizer), `callbacks.checkpoint.save_top_k` and `callbacks.progress_bar.refresh_rate` (conf/callbacks).
 
 `ConfigKeys.walk` reads each key's declaration once. `check_known`: every key is one that some part of bertlab reads —
 a key nothing reads would leave its value without effect (`+max_epochs=3` trains for trainer.max_epochs).
@@ -26,15 +31,18 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import torch
+from lightning.pytorch import Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from bertlab.argument_checks import argument_annotations, check_rules, check_taken_together, format_value
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
-from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
 from bertlab.training.launch.schema import SCHEMAS, ModelSchema, TokenizerSchema
-from bertlab.value_rules import OneOf, Rule, metadata, rules
+from bertlab.training.run import precision
+from bertlab.value_rules import COUNT, NON_NEGATIVE, POSITIVE, Interval, OneOf, Rule, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
@@ -45,6 +53,29 @@ NAMED_SPECS = ("callbacks", "logger")  # groups of named `_target_` nodes, each 
 READ_BY_CODE = {"glue.task": str, "glue.metrics": list[str], "paths.data_dir": str | None, "paths.output_dir": str,
                 "paths.run_dir": str}
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)")
+DEVICES = Interval("[1, 65536]")
+UNLIMITED = Interval("[-1, inf)")  # -1: no limit
+LIBRARY_ARGUMENTS = {
+    Trainer: {
+        "accelerator": OneOf("cpu", "gpu", "cuda", "mps", "tpu", "auto"),
+        "precision": OneOf("32-true", "32", 32, "64-true", "64", 64, "bf16-mixed", "bf16", "bf16-true", "16-mixed",
+                           "16", 16, "16-true", "transformer-engine", precision.FASTEST),
+        "devices": Interval(DEVICES.bounds, takes_text=True),  # also auto, or "0,1"
+        "num_nodes": DEVICES,
+        "max_steps": UNLIMITED,
+        "max_epochs": UNLIMITED,
+        "val_check_interval": Interval(POSITIVE.bounds, takes_text=True),  # also a duration, "00:00:30:00"
+        "check_val_every_n_epoch": COUNT,
+        "limit_val_batches": NON_NEGATIVE,
+        "num_sanity_val_steps": UNLIMITED,
+        "gradient_clip_val": NON_NEGATIVE,
+        "accumulate_grad_batches": COUNT,
+        "log_every_n_steps": COUNT,
+    },
+    torch.optim.AdamW: {"lr": POSITIVE, "eps": Interval("(0, 1)"), "weight_decay": NON_NEGATIVE},
+    ModelCheckpoint: {"save_top_k": UNLIMITED},  # -1 keeps all
+    TQDMProgressBar: {"refresh_rate": NON_NEGATIVE},
+}
 
 
 @dataclass(frozen=True)

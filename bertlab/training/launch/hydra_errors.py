@@ -12,7 +12,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from bertlab.argument_checks import format_value
 from bertlab.errors import BertlabError, ConfigError
-from bertlab.training.checks.extras import missing_plugin_message
+from bertlab.training.checks.environment import missing_plugin_message
 from bertlab.training.checks.run_folder_checks import check_output_folder
 
 AMBIGUOUS = re.compile(r"Ambiguous value for argument '(.*?)'")

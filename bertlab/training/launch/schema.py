@@ -3,7 +3,7 @@
 Their fields declare the range of a value as the arguments of a `_target_` do (bertlab.value_rules).
 
 The model group's schema is `BertConfig`'s own fields (minus those the tokenizer and the data decide)
-plus `init_from` and `allow_reinitialised` (bertlab.training.checks.weights_fit); the conf/model/*.yaml files start from
+plus `init_from` and `allow_reinitialised` (bertlab.checkpoint.fitting); the conf/model/*.yaml files start from
 it (`defaults: [/schema/model@_here_]`). The tokenizer group's is `path`, `vocab_size` and `WordPieceOptions`' fields.
 """
 

@@ -17,9 +17,8 @@ from bertlab.argument_checks import check_rules
 from bertlab.errors import ConfigError
 from bertlab.training.checks import combinations
 from bertlab.training.checks.before_run import check_combinations
-from bertlab.training.checks.library_arguments import LIBRARY_ARGUMENTS
-from bertlab.training.checks.keys import (NOT_JUDGED, ConfigKeys, argument_declaration, check_type, declarations,
-                                          overridden_keys)
+from bertlab.training.checks.keys import (LIBRARY_ARGUMENTS, NOT_JUDGED, ConfigKeys, argument_declaration, check_type,
+                                          declarations, overridden_keys)
 from bertlab.training.launch.schema import SCHEMAS
 from bertlab.value_rules import POSITIVE, OneOf
 from tests.training.shipped_configs import composed_trees

@@ -1,6 +1,6 @@
 """Loggers as config options (the Trainer's loggers, bertlab.training.run.fit): `logger=tensorboard` and
 `logger=mlflow` record a run beside the metrics.csv every option keeps (a logger whose package is missing:
-tests/training/checks/test_extras.py)."""
+tests/training/checks/test_environment.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 one's best round, bf16-mixed by a margin) and config.yaml records it, that config repeats the run bit for bit,
 a resumed run keeps it, a sweep's later jobs keep it and a budget calibrates in it; the decision is kept per
 machine kind and shape and never timed again, however slow a later timing would be; without native bf16
-nothing is timed; bad values are one line."""
+nothing is timed; bad values are one line. The decisions file: the cache folder's order of places, a machine
+kind that names what a step's speed depends on, a file that keeps the other decisions on a write and is replaced
+whole."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from bertlab.errors import ConfigError
-from bertlab.training.run import precision, precision_decisions, trial
+from bertlab.training.run import precision, trial
+from bertlab.training.run.precision import Decision
 from tests.bertlab_runs import fine_tuning, pretraining, run_in_process, sentiment_tokenizer, sha256
 from tests.training.fake_clocks import FakeClock, never_read
 
@@ -199,7 +202,7 @@ def test_other_shapes_and_machine_kinds_decide_separately(monkeypatch, decisions
     assert chosen(TINY)[0] == "bf16-mixed"
     later = trials_taking(monkeypatch, {"32-true": 5.0, "bf16-mixed": 10.0})
     assert chosen({**TINY, "model": {"hidden_size": 256}})[0] == "32-true"
-    monkeypatch.setattr(precision_decisions, "machine_kind", lambda device: "CPU other, 8 threads, torch 2.13.0")
+    monkeypatch.setattr(precision, "machine_kind", lambda device: "CPU other, 8 threads, torch 2.13.0")
     assert chosen(TINY)[0] == "32-true"
     assert (first, later) == (ROUNDS, ROUNDS * 2)
     assert len(json.loads(decisions_file.read_text())) == 3
@@ -284,3 +287,46 @@ def test_a_corrupt_decisions_file_stops_the_command_in_one_line(tiny_data_dir, t
     assert errors[0].startswith(f"bertlab: error: trainer.precision=fastest: {decisions_file} is not a "
                                              f"precision decisions file (")
     assert decisions_file.read_text() == "[1, 2"
+
+
+DECISION = Decision("bf16-mixed", "2026-12-05", {"32-true": 146.0, "bf16-mixed": 151.0}, "CPU x")
+
+
+def test_the_cache_folder_is_bertlab_cache_dir_else_xdg_else_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("BERTLAB_CACHE_DIR", str(tmp_path / "own"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert precision.decisions_file() == tmp_path / "own" / "precision_decisions.json"
+    monkeypatch.delenv("BERTLAB_CACHE_DIR")
+    assert precision.cache_folder() == tmp_path / "xdg" / "bertlab"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert precision.cache_folder() == tmp_path / "home" / ".cache" / "bertlab"
+
+
+def test_the_tests_never_write_to_the_users_cache():
+    assert Path(precision.cache_folder()).resolve() != (Path.home() / ".cache" / "bertlab").resolve()
+
+
+def test_a_cpus_kind_names_its_bf16_support_threads_and_torch(monkeypatch):
+    capabilities = {"cpu_name": "Some EPYC", "avx512_bf16": True, "amx_tile": False, "architecture": "x86_64"}
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: capabilities)
+    kind = precision.machine_kind(torch.device("cpu"))
+    assert kind == (f"CPU Some EPYC, native bf16 yes, AMX no, {torch.get_num_threads()} threads, "
+                    f"torch {torch.__version__}")
+    capabilities["avx512_bf16"] = False
+    assert precision.cpu_has_native_bf16() is False
+    assert precision.machine_kind(torch.device("cpu")) != kind
+
+
+def test_a_write_keeps_the_other_decisions_and_leaves_no_temporary_file(tmp_path):
+    path = tmp_path / "precision_decisions.json"
+    precision.write(path, "a", DECISION)
+    precision.write(path, "b", Decision("32-true", "2026-12-06", {"32-true": 9.0}, "CPU y"))
+    assert precision.read(path) == {"a": DECISION, "b": Decision("32-true", "2026-12-06",
+                                                                         {"32-true": 9.0}, "CPU y")}
+    assert json.loads(path.read_text())["a"]["precision"] == "bf16-mixed"
+    assert [file.name for file in tmp_path.iterdir()] == ["precision_decisions.json"]
+
+
+def test_a_missing_file_holds_no_decisions(tmp_path):
+    assert precision.read(tmp_path / "absent.json") == {}

@@ -1,18 +1,18 @@
-"""The optional extras a config needs (bertlab.training.checks.extras): a logger whose package is missing is refused in
-one line before any folder is made; a sweeper or launcher plugin that is missing names its extra."""
+"""The optional extras a config needs (bertlab.training.checks.environment): a logger whose package is missing is
+refused in one line before any folder is made; a sweeper or launcher plugin that is missing names its extra."""
 
 from __future__ import annotations
 
 import pytest
 from hydra.errors import MissingConfigException
 
-from bertlab.training.checks import extras
+from bertlab.training.checks import environment
 from bertlab.training.launch.hydra_errors import config_message
 from tests.bertlab_runs import pretraining, run_in_process
 
 
 def test_a_missing_logger_package_is_one_line_before_any_folder(tiny_data_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(extras, "installed", lambda package: package != "mlflow")
+    monkeypatch.setattr(environment, "installed", lambda package: package != "mlflow")
     run = tmp_path / "run"
     outcome = run_in_process(pretraining(tiny_data_dir, tmp_path / "cache", run, "logger=mlflow"), capsys)
     assert outcome.code == 1
