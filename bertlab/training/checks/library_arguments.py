@@ -9,8 +9,9 @@ import torch
 from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 
+from bertlab.run_rules import COUNT, NON_NEGATIVE, POSITIVE
 from bertlab.training.run import precision
-from bertlab.value_rules import COUNT, NON_NEGATIVE, POSITIVE, Interval, OneOf
+from bertlab.value_rules import Interval, OneOf
 
 DEVICES = Interval("[1, 65536]")
 UNLIMITED = Interval("[-1, inf)")  # -1: no limit
