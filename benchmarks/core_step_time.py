@@ -25,7 +25,8 @@ from torch import nn
 from bertlab import BertConfig, BertForMaskedLM
 from bertlab import model as bertlab_model
 from bertlab.lit.masking import mask_tokens
-from bertlab.model import IGNORE_INDEX, BertLayer
+from bertlab.losses import IGNORE_INDEX
+from bertlab.model import BertLayer
 from bertlab.presets import model_preset
 
 BATCH, LENGTH, MASK_FRACTION = 32, 128, 0.15

@@ -16,12 +16,20 @@ from typing import Any, TypeVar
 
 from bertlab.errors import ConfigError
 from bertlab.run_rules import Between
-from bertlab.value_rules import Rule, base_types, rules, violation
+from bertlab.value_rules import Rule, base_types, rules
 
 
 def format_value(value: Any) -> str:
     """A value as a message shows it: strings quoted, `trainer.precision='fp8'`."""
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def violation(rules_: Sequence[Rule], value: Any, null: bool = True) -> str | None:
+    """What `value` breaks of the first of `rules_` it breaks ("must be …"); None when it fits them, or is null and
+    `null` lets it be (an annotation that admits None, or a config value left to its taker)."""
+    if value is None and null:
+        return None
+    return next((problem for rule in rules_ if (problem := rule.violation(value))), None)
 
 
 def check_rules(key: str, value: Any, rules_: Sequence[Rule], *, taker: str = "", null: bool = True) -> None:

@@ -12,30 +12,23 @@ from itertools import chain
 from typing import Annotated, Any
 
 from bertlab.errors import ConfigError
-from bertlab.value_rules import (Dropout, Interval, Maps, OneOf, Size, base_types, field_annotations,
-                                 field_problems, rules)
+from bertlab.value_rules import Dropout, Interval, Maps, OneOf, Size, base_types, field_annotations, field_problems
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 # sinusoidal: the Transformer's fixed table (bertlab.model.sinusoidal_positions), saved as the absolute table it is
 POSITION_EMBEDDING_TYPES = ("absolute", "sinusoidal", "relative_key", "relative_key_query", "rotary", "none")
 RELATIVE_POSITION_TYPES = ("relative_key", "relative_key_query")  # Shaw et al.'s distance tables in every layer
 POSITION_TABLE_TYPES = ("absolute", "sinusoidal")  # a bert.embeddings.position_embeddings table
-EMBEDDING_INITS = ("normal", "orthogonal")
-WEIGHT_INITS = ("bert", "modernbert")
-NORM_POSITIONS = ("post", "pre")
-NORM_TYPES = ("layer_norm", "rms_norm")
-CLASSIFIER_POOLINGS = ("pooler", "cls", "mean")
 # The fields after 2018's BERT (besides the position types rotary and none, and type_vocab_size 0).
 VARIANT_KEYS = ("rope_theta", "local_rope_theta", "norm_position", "first_attention_norm", "norm_type",
                 "embedding_norm", "gated_ffn", "attention_bias", "ffn_bias", "norm_bias", "head_bias",
                 "decoder_bias", "head_act", "local_attention_window", "global_attention_every_n_layers",
                 "classifier_pooling")
-ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 RUNTIME_SWITCHES = ("gradient_checkpointing", "attn_implementation", "fused_qkv", "low_precision_residual",
                     "output_attentions", "output_hidden_states")
-# The sizes' upper limits (their annotations) are far above any published BERT: a config.json is untrusted
-# input, and must not make bertlab allocate whatever it asks for.
+# The sizes' limits (Size) are far above any published BERT: a config.json must not make bertlab allocate blindly.
+VOCAB_SIZE_LIMIT, NUM_LABELS_LIMIT = 1_000_000, 100_000  # also the most a run's tokenizer and data take
 PositiveNumber = Annotated[float, Interval("(0, inf)", says="positive")]
 # The mapping fields, as a config.json's text keys (and a config's lists of heads) convert to their types.
 ID2LABEL = Maps("integer ids to names", lambda pairs: {int(k): str(v) for k, v in pairs})
@@ -52,7 +45,7 @@ def _memory_bytes() -> int:
 
 @dataclass
 class BertConfig:
-    vocab_size: Annotated[int, Size(1_000_000)] = 30522
+    vocab_size: Annotated[int, Size(VOCAB_SIZE_LIMIT)] = 30522
     hidden_size: Annotated[int, Size(65_536)] = 768
     num_hidden_layers: Annotated[int, Size(1_000)] = 12
     num_attention_heads: Annotated[int, Size(1_024)] = 12
@@ -67,32 +60,29 @@ class BertConfig:
     pad_token_id: int = 0
     position_embedding_type: Annotated[str, OneOf(*POSITION_EMBEDDING_TYPES)] = "absolute"
     classifier_dropout: Dropout | None = None
-    num_labels: Annotated[int, Size(100_000)] = 2
+    num_labels: Annotated[int, Size(NUM_LABELS_LIMIT)] = 2
     id2label: Annotated[dict[int, str], ID2LABEL] | None = None
     label2id: Annotated[dict[str, int], LABEL2ID] | None = None
     problem_type: Annotated[str, OneOf(*PROBLEM_TYPES)] | None = None  # null: inferred from the labels
-    # {layer: heads removed by prune_heads}
-    pruned_heads: Annotated[dict[int, list[int]], PRUNED_HEADS] = field(default_factory=dict)
+    pruned_heads: Annotated[dict[int, list[int]], PRUNED_HEADS] = field(default_factory=dict)  # {layer: pruned heads}
     tie_word_embeddings: bool = True  # False: the MLM decoder has its own cls.predictions.decoder.weight
     # What a forward returns when its argument is left at None, as in transformers
     output_attentions: bool = False
     output_hidden_states: bool = False
     # bertlab's own switches
     gradient_checkpointing: bool = False
-    attn_implementation: Annotated[str, OneOf(*ATTENTION_IMPLEMENTATIONS)] = "sdpa"
+    attn_implementation: Annotated[str, OneOf("sdpa", "eager")] = "sdpa"
     fused_qkv: bool = True
     low_precision_residual: bool = True  # under autocast: see bertlab.model.BertLayerNorm
-    # or orthogonal tables of the same scale: see BertPreTrainedModel._init_weights
-    embedding_init: Annotated[str, OneOf(*EMBEDDING_INITS)] = "normal"
+    embedding_init: Annotated[str, OneOf("normal", "orthogonal")] = "normal"  # orthogonal: at normal's scale
     # bert: normal(0, initializer_range) | modernbert: truncated, depth-scaled (docs/variants.md)
-    weight_init: Annotated[str, OneOf(*WEIGHT_INITS)] = "bert"
+    weight_init: Annotated[str, OneOf("bert", "modernbert")] = "bert"
     # Designs after 2018's BERT (docs/variants.md); each default is BERT's.
     rope_theta: PositiveNumber = 10000.0  # rotary positions: the base frequency (of the global layers)
     local_rope_theta: PositiveNumber | None = None  # rotary positions of the local layers; null: rope_theta
-    # post (BERT) | pre (a norm before each block, a final norm after the last)
-    norm_position: Annotated[str, OneOf(*NORM_POSITIONS)] = "post"
+    norm_position: Annotated[str, OneOf("post", "pre")] = "post"  # pre: a norm before each block and after the last
     first_attention_norm: bool = True  # pre-norm: false drops layer 0's norm before attention (ModernBERT)
-    norm_type: Annotated[str, OneOf(*NORM_TYPES)] = "layer_norm"
+    norm_type: Annotated[str, OneOf("layer_norm", "rms_norm")] = "layer_norm"
     embedding_norm: bool = True  # a norm after the embeddings
     gated_ffn: bool = False  # the feed-forward's first matmul gives input and gate: act(x) * gate (GeGLU, SwiGLU)
     attention_bias: bool = True  # biases of query, key, value and the attention's output projection
@@ -100,14 +90,13 @@ class BertConfig:
     norm_bias: bool = True  # the norms' additive bias
     head_bias: bool = True  # the dense layer of the MLM head (and of a cls/mean classifier head)
     decoder_bias: bool = True  # the MLM decoder's per-token bias
-    # the MLM head's (and a cls/mean classifier head's) activation; null: hidden_act
-    head_act: Annotated[str, OneOf(*ACTIVATIONS)] | None = None
+    head_act: Annotated[str, OneOf(*ACTIVATIONS)] | None = None  # the MLM and cls/mean heads'; null: hidden_act
     # tokens a local layer attends (window // 2 each side); 0: every layer global
     local_attention_window: Annotated[int, Interval("[0, inf)", whole=True, says="an integer >= 0")] = 0
     # with a window: layer i is global when i % N == 0
     global_attention_every_n_layers: Annotated[int, Interval("[1, inf)", whole=True, says="an integer >= 1")] = 1
     # pooler (BERT's dense + tanh on [CLS]) | cls | mean (dense, act, norm)
-    classifier_pooling: Annotated[str, OneOf(*CLASSIFIER_POOLINGS)] = "pooler"
+    classifier_pooling: Annotated[str, OneOf("pooler", "cls", "mean")] = "pooler"
     architectures: list[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -233,9 +222,8 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
-        """BertConfig's own config.json (`model_type: bert`, as `to_json_string` writes it), or a folder's;
-        another format is refused. Reading checkpoint files is bertlab.checkpoint.dispatch's (`read_config` reads
-        any format), imported by name as bertlab.model imports it: a remote-code export carries this module."""
+        """BertConfig's own config.json (`model_type: bert`) or a folder's; another format is refused. Reading files is
+        bertlab.checkpoint.dispatch's (`read_config` reads any format), imported by name as bertlab.model imports it."""
         return importlib.import_module("bertlab.checkpoint.dispatch").read_bert_config(path)
 
     def to_json_string(self, architecture: str | None = None) -> str:
@@ -247,11 +235,6 @@ class BertConfig:
         if architecture is not None:
             values["architectures"] = [architecture]
         return json.dumps(values, indent=2, sort_keys=True) + "\n"
-
-
-# The sizes' upper limits, from their annotations: what other groups of a run take of them (vocab_size, num_labels).
-SIZE_LIMITS = {name: rule.limit for name, annotation in field_annotations(BertConfig).items()
-               for rule in rules(annotation) if isinstance(rule, Size)}
 
 
 def field_message(name: str, value: Any, rule: Any, problem: str) -> str:

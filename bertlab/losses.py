@@ -11,7 +11,8 @@ reference up to rounding order.
 Rows whose target is negative (the ignore index, -100) score zero and get no gradient: statically
 shaped batches carry such filler rows, which cannot be selected out without a data-dependent shape.
 
-`masked_lm_loss`: bertlab.model's masked-LM head's loss through them, chunked on CPU, one matmul on a GPU.
+`masked_lm_loss`: bertlab.model's masked-LM head's loss through them, chunked on CPU, one matmul on a GPU;
+`labelled_masked_lm`, that loss at the positions `predicted_positions` picks (labels `IGNORE_INDEX` elsewhere).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
+IGNORE_INDEX = -100  # the label of a position no loss reads: torch's cross_entropy's ignore_index, as transformers'
 _BLOCK_BYTES = 1 << 21  # fp32 rows per block: ~2 MiB, an L2 cache's worth
 
 
@@ -196,3 +198,47 @@ def masked_lm_loss(head, hidden: torch.Tensor, targets: torch.Tensor, count: int
     if not return_logits:
         return None, loss
     return (logits if differentiable_logits else logits.detach()), loss
+
+
+def predicted_positions(labels: torch.Tensor, per_row: int | None = None) -> torch.Tensor:
+    """[rows, per_row] positions for sparse prediction: each row's labelled positions in order, then
+    unlabelled ones to fill the row. Labels beyond `per_row` in a row would be left out; None: the most
+    labels of any row (at least one), read from the device."""
+    if per_row is None:
+        per_row = max(int((labels != IGNORE_INDEX).sum(dim=1).max()), 1)
+    return (labels == IGNORE_INDEX).to(torch.uint8).argsort(dim=1, stable=True)[:, :per_row]
+
+
+def predicted_states(sequence_output: torch.Tensor, labels: torch.Tensor, predictions_per_row: int | None = None,
+                     positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The states the MLM head scores and their labels, [N, H] and [N], at `predicted_positions` in row order:
+    `sequence_output` is already at them when `positions` are given (the encoder's last layer ran only there), else
+    it is gathered. Without `predictions_per_row`, the labelled positions alone; with it, every row's whole block,
+    labelled -100 at the filling positions."""
+    if positions is None:
+        positions = predicted_positions(labels, predictions_per_row)
+        # as bertlab.model.gather_positions
+        sequence_output = sequence_output.gather(1, positions[..., None].expand(-1, -1, sequence_output.shape[-1]))
+    hidden, targets = sequence_output.flatten(0, 1), labels.gather(1, positions).flatten()
+    if predictions_per_row is None:
+        selected = targets != IGNORE_INDEX
+        hidden, targets = hidden[selected], targets[selected]
+    return hidden, targets
+
+
+def labelled_masked_lm(head, sequence_output: torch.Tensor, labels: torch.Tensor, return_logits: bool,
+                       predictions_per_row: int | None, positions: torch.Tensor | None, differentiable_logits: bool):
+    """bertlab.model.masked_lm with labels: the loss and logits only at the labelled positions, from
+    masked_lm_loss: the logits without their graph unless `differentiable_logits`, none with `return_logits=False`.
+
+    The head reads `predicted_states`, at `predicted_positions` ([B, P]). Without
+    `predictions_per_row`, P is the batch's most labels in a row and the filling positions are dropped:
+    the logits are those of the labelled positions in row order, as many as masking chose, a shape
+    that changes every batch. With it (at least the most labels of any row) the head predicts the same
+    number of positions in every row instead; the filling positions score nothing, so the loss is the
+    same, and the shapes depend only on the batch's shape, which torch.compile then compiles once.
+    """
+    hidden, targets = predicted_states(sequence_output, labels, predictions_per_row, positions)
+    # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
+    count = max(targets.numel(), 1) if predictions_per_row is None else (targets != IGNORE_INDEX).sum().clamp(min=1)
+    return masked_lm_loss(head, hidden, targets, count, return_logits, differentiable_logits)

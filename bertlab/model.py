@@ -1,12 +1,11 @@
 """The BERT encoder and its heads, in data-flow order.
 
 Module and parameter names follow Hugging Face's `modeling_bert` (`bert.embeddings.word_embeddings`,
-`bert.encoder.layer.N.attention.self.query`, `cls.predictions.transform`, …) so that state dicts
-travel between the two without renaming. Inside, the code is organised for reading and speed:
-one attention module, scaled_dot_product_attention on the common path, sparse MLM prediction: the
-head, and the last layer's queries and everything after them, run only at the positions the loss reads
-(the masked ones; [CLS] for classification). The Python API (inputs, masks, outputs, the loss and
-its logits) is described in docs/model_api.md.
+`bert.encoder.layer.N.attention.self.query`, `cls.predictions.transform`, …) so that state dicts travel between the
+two without renaming. Inside, the code is organised for reading and speed: one attention module,
+scaled_dot_product_attention on the common path, sparse MLM prediction: the head, and the last layer's queries and
+everything after them, run only at the positions the loss reads (the masked ones; [CLS] for classification). The
+Python API (inputs, masks, outputs, the loss and its logits) is described in docs/model_api.md.
 """
 
 from __future__ import annotations
@@ -26,20 +25,13 @@ from torch.utils.checkpoint import checkpoint
 from bertlab.config import POSITION_TABLE_TYPES, BertConfig
 from bertlab.errors import ConfigError
 
-IGNORE_INDEX = -100
 MODERNBERT_CUTOFF = 2.0  # ModernBertConfig.initializer_cutoff_factor: its normals are cut at ±2 std
 DROPOUT_LEVELS = 1 << 16  # the CPU dropout mask's resolution: its drop probability is a multiple of 2⁻¹⁶
 
 # Factories, not instances: a module instance shared by every layer would share its hooks too.
-ACTIVATIONS = {
-    "gelu": nn.GELU,
-    "gelu_new": partial(nn.GELU, approximate="tanh"),
-    "gelu_pytorch_tanh": partial(nn.GELU, approximate="tanh"),
-    "relu": nn.ReLU,
-    "silu": nn.SiLU,
-    "swish": nn.SiLU,
-    "tanh": nn.Tanh,
-}
+ACTIVATIONS = {"gelu": nn.GELU, "gelu_new": partial(nn.GELU, approximate="tanh"),
+               "gelu_pytorch_tanh": partial(nn.GELU, approximate="tanh"), "relu": nn.ReLU, "silu": nn.SiLU,
+               "swish": nn.SiLU, "tanh": nn.Tanh}
 
 
 class ModelOutput:
@@ -59,20 +51,13 @@ class ModelOutput:
         return tuple(self.values())
 
     def __getitem__(self, key: str | int | slice):
-        if isinstance(key, str):
-            if key not in self.keys():
-                raise KeyError(key)
-            return getattr(self, key)
-        return self.to_tuple()[key]
+        return dict(self.items())[key] if isinstance(key, str) else self.to_tuple()[key]
 
     def __iter__(self):
         return iter(self.keys())
 
     def __len__(self) -> int:
         return len(self.keys())
-
-    def __contains__(self, key) -> bool:
-        return key in self.keys()
 
 
 def exportable(output_class: type) -> type:
@@ -133,11 +118,10 @@ def _in_autocast_dtype(normalised: torch.Tensor, hidden_states: torch.Tensor, lo
 class BertLayerNorm(nn.LayerNorm):
     """LayerNorm that, with `config.low_precision_residual` and under autocast, returns autocast's dtype.
 
-    Autocast normalises in fp32 and returns fp32, so the residual stream between layers and the activations
-    saved for the backward pass travel in fp32 while every matmul reads them in bf16. Normalising in fp32 and
-    returning bf16 halves that memory traffic: 3.7% off a compiled bert_base step on an H200. Outside
-    autocast the output keeps the input's dtype, so fp32 models are unchanged.
-    """
+    Autocast normalises in fp32 and returns fp32, so the residual stream between layers and the activations saved for
+    the backward pass travel in fp32 while every matmul reads them in bf16. Normalising in fp32 and returning bf16
+    halves that memory traffic: 3.7% off a compiled bert_base step on an H200. Outside autocast the output keeps the
+    input's dtype, so fp32 models are unchanged."""
 
     def __init__(self, config: BertConfig):
         super().__init__(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
@@ -148,8 +132,7 @@ class BertLayerNorm(nn.LayerNorm):
 
 
 class BertRMSNorm(nn.RMSNorm):
-    """RMSNorm (Zhang & Sennrich, 2019): scales by the root mean square, without centring or a bias; the
-    autocast dtype as BertLayerNorm."""
+    """RMSNorm (Zhang & Sennrich, 2019), without centring or a bias; the autocast dtype as BertLayerNorm."""
 
     def __init__(self, config: BertConfig):
         super().__init__(config.hidden_size, eps=config.layer_norm_eps)
@@ -171,14 +154,12 @@ def _pre_norm(config: BertConfig, present: bool = True) -> nn.Module | None:
 def random_keep_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
     """An fp32 tensor of `shape`, each element 0 with probability round(p·2¹⁶)/2¹⁶, else 1.
 
-    torch's CPU dropout draws its mask with `bernoulli_`, about 5 ns per element: 13–16% of a
-    BERT-Tiny training step. Drawing 64-bit integers (`random_`, over ten times faster per bit) and
-    reading each as four 16-bit uniforms gives the mask for a fraction of that. The draws come from
-    torch's default generator, so seeding and gradient checkpointing's RNG replay work as for `F.dropout`.
-
-    The mask is kept as fp32 zeros and ones, not as booleans: torch's CPU kernels that read a bool
-    tensor (comparing into one, multiplying by one) are not vectorised and took 3–6× the time of a
-    float multiply."""
+    torch's CPU dropout draws its mask with `bernoulli_`, about 5 ns per element: 13–16% of a BERT-Tiny training step.
+    Drawing 64-bit integers (`random_`, over ten times faster per bit) and reading each as four 16-bit uniforms gives
+    the mask for a fraction of that. The draws come from torch's default generator, so seeding and gradient
+    checkpointing's RNG replay work as for `F.dropout`. The mask is kept as fp32 zeros and ones, not as booleans:
+    torch's CPU kernels that read a bool tensor (comparing into one, multiplying by one) are not vectorised and took
+    3–6× the time of a float multiply."""
     count = shape.numel()
     bits = torch.empty((count + 3) // 4, dtype=torch.int64, device=device).random_(-(1 << 63), None)
     uniform16 = bits.view(torch.int16)[:count].view(shape)  # uniform over [-2¹⁵, 2¹⁵)
@@ -216,8 +197,7 @@ def sinusoidal_positions(length: int, width: int) -> torch.Tensor:
 class BertEmbeddings(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size,
-                                            padding_idx=config.pad_token_id)
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         # Relative position types encode order inside attention; an unused absolute table would
         # only hold dead parameters (and break DDP's unused-parameter check).
         if config.position_embedding_type in POSITION_TABLE_TYPES:
@@ -251,10 +231,9 @@ def fused_linear(hidden_states: torch.Tensor, *linears: nn.Linear) -> tuple[torc
 
 
 class RotaryEmbedding(nn.Module):
-    """RoFormer's rotary positions (Su et al., 2021) in the rotate-half layout of GPT-NeoX and ModernBERT:
-    each pair (x_i, x_{i+d/2}) of a query or key turns by the angle position · theta^(-2i/d). The
-    frequencies are computed in fp32 at every call (d/2 numbers), never kept in a buffer that a
-    `model.to(bfloat16)` would round."""
+    """RoFormer's rotary positions (Su et al., 2021) in the rotate-half layout of GPT-NeoX and ModernBERT: each pair
+    (x_i, x_{i+d/2}) of a query or key turns by the angle position · theta^(-2i/d). The frequencies are computed in
+    fp32 at every call (d/2 numbers), never kept in a buffer that a `model.to(bfloat16)` would round."""
 
     def __init__(self, head_size: int, theta: float):
         super().__init__()
@@ -285,11 +264,8 @@ def query_rows(tensor: torch.Tensor, query_positions: torch.Tensor | None) -> to
 
 
 class BertSelfAttention(nn.Module):
-    """Multi-head self-attention with optional Shaw et al. (2018) relative position scores.
-
-    Relative scores enter as an additive bias: (q·k + q·E [+ k·E]) / √d = q·k/√d + bias, so the
-    relative types also run through scaled_dot_product_attention.
-    """
+    """Multi-head self-attention with optional Shaw et al. (2018) relative position scores. These enter as an additive
+    bias, (q·k + q·E [+ k·E]) / √d = q·k/√d + bias, so the relative types also run through SDPA."""
 
     def __init__(self, config: BertConfig, layer_index: int = 0):
         super().__init__()
@@ -319,10 +295,6 @@ class BertSelfAttention(nn.Module):
             return fused_linear(hidden_states, self.query, self.key, self.value)
         return self.query(query_states), *fused_linear(hidden_states, self.key, self.value)
 
-    @property
-    def relative_positions_used(self) -> bool:
-        return hasattr(self, "distance_embedding")
-
     def _relative_position_bias(self, query, key, query_positions):
         key_positions = torch.arange(key.shape[2], device=query.device)
         if query_positions is None:  # one [L, L] table for every row
@@ -348,7 +320,7 @@ class BertSelfAttention(nn.Module):
             key = rotate(key, cos, sin)
             query = rotate(query, query_rows(cos, query_positions), query_rows(sin, query_positions))
         bias = query_rows(attention_bias, query_positions)
-        if self.relative_positions_used:
+        if hasattr(self, "distance_embedding"):
             relative = self._relative_position_bias(query, key, query_positions)
             bias = relative if bias is None else relative + bias
         dropout_p = self.dropout_prob if self.training else 0.0
@@ -520,50 +492,36 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))
 
 
-def _losses():
-    """bertlab.losses, imported by name on the first loss over labelled tokens: a remote-code export carries only
-    the modules this one imports by statement (bertlab.checkpoint.remote_code), and there transformers' adapter
-    computes the masked-LM loss from the logits itself, so the chunked loss of a training step stays out of it."""
-    return importlib.import_module("bertlab.losses")
+def _imported(module: str):
+    """bertlab.losses (for a loss over labelled tokens) and bertlab.checkpoint.dispatch (to save or load), imported by
+    name: an export carries the modules imported by statement (transformers requires what those name), not these."""
+    return importlib.import_module(module)
 
 
-def _checkpoint_formats():
-    """bertlab.checkpoint.dispatch, imported on the first save or load, and by name: the model does not
-    depend on the formats, and an export carries this module (bertlab.checkpoint.remote_code), where
-    transformers requires every package an import statement names, bertlab included, to be installed."""
-    return importlib.import_module("bertlab.checkpoint.dispatch")
-
-
-class PretrainedMixin:
-    """`from_pretrained` / `save_pretrained`, through bertlab.checkpoint."""
-
-    @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, ignore_mismatched_sizes: bool = False, **config_overrides):
-        """Loads a bertlab or Hugging Face BERT or ModernBERT directory, in eval mode as transformers does.
-        `config_overrides` replace config.json values (e.g. num_labels, id2label, output_hidden_states,
-        tie_word_embeddings, gradient_checkpointing). Encoder tensors whose shapes differ from the
-        config's are an error unless `ignore_mismatched_sizes`. The load report is logged and kept as
-        `model.load_report`."""
-        return _checkpoint_formats().load_pretrained(cls, path, ignore_mismatched_sizes, **config_overrides)
-
-    def save_pretrained(self, path: str | os.PathLike) -> None:
-        """Writes transformers' format: BERT's (BertFor…) for a BERT, ModernBERT's for a ModernBERT-shaped
-        model, and any other mix with its own modelling code (bertlab.checkpoint.remote_code)."""
-        _checkpoint_formats().save_pretrained(self, path)
-
-
-class BertPreTrainedModel(PretrainedMixin, nn.Module):
-    """Shared init and the gradient-checkpointing switch; save/load come from PretrainedMixin."""
+class BertPreTrainedModel(nn.Module):
+    """Shared init, the gradient-checkpointing switch, `from_pretrained`, `save_pretrained` (bertlab.checkpoint)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
 
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike, ignore_mismatched_sizes: bool = False, **config_overrides):
+        """Loads a bertlab or Hugging Face BERT or ModernBERT directory, in eval mode as transformers does
+        (docs/model_api.md): `config_overrides` replace config.json values; encoder tensors whose shapes differ from
+        the config's are an error unless `ignore_mismatched_sizes`; the load report is kept as `model.load_report`."""
+        return _imported("bertlab.checkpoint.dispatch").load_pretrained(cls, path, ignore_mismatched_sizes,
+                                                                         **config_overrides)
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """Writes transformers' format: BERT's (BertFor…) for a BERT, ModernBERT's for a ModernBERT-shaped
+        model, and any other mix with its own modelling code (bertlab.checkpoint.remote_code)."""
+        _imported("bertlab.checkpoint.dispatch").save_pretrained(self, path)
+
     def _init_weights(self, module: nn.Module) -> None:
         """`weight_init: bert`: every matrix and table normal(0, initializer_range), as transformers' BERT.
-        `modernbert`: as transformers' ModernBertPreTrainedModel, truncated normals cut at ±2 std, the matmuls
-        out of a block (attention and feed-forward outputs) and the heads' dense layers (and an untied decoder)
-        at initializer_range / sqrt(2 · layers), a classifier at hidden_size ** -0.5."""
+        `modernbert`: as transformers' ModernBertPreTrainedModel (docs/variants.md), truncated normals cut at ±2 std,
+        the matmuls out of a block and the heads' dense layers at `_output_std`, a classifier at hidden_size ** -0.5."""
         std = self.config.initializer_range
         if isinstance(module, nn.Linear):
             self._draw(module.weight, self.config.hidden_size ** -0.5
@@ -623,8 +581,7 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
                     table.weight[table.padding_idx].zero_()
 
     def post_init(self, *new_modules: nn.Module) -> None:
-        """Initialises the whole model, or only `new_modules`: a head on a BertModel that has
-        initialised itself (initialising it twice would only cost time)."""
+        """Initialises the whole model, or only `new_modules`: a head on a BertModel that initialised itself."""
         for module in new_modules or (self,):
             module.apply(self._init_weights)
 
@@ -642,18 +599,15 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
 
     def get_extended_attention_mask(self, attention_mask: torch.Tensor | None, input_shape: tuple[int, int],
                                     dtype: torch.dtype = torch.float32) -> torch.Tensor | None:
-        """transformers' rule: a 1/0 mask, [batch, length] over the keys or [batch, from, to] per query,
-        becomes an additive [batch, 1, 1 or from, to] bias, 0 where kept and dtype's minimum where masked;
-        a 4-D mask is taken as such a bias already (what this method returns), only checked.
-        None: nothing masked."""
+        """transformers' rule: a 1/0 mask, [batch, length] over the keys or [batch, from, to] per query, becomes an
+        additive [batch, 1, 1 or from, to] bias, 0 where kept and dtype's minimum where masked; a 4-D mask is taken as
+        such a bias already (what this method returns), only checked. None: nothing masked."""
         if attention_mask is None:
             return None
         batch, length = input_shape
-        expected = {2: (batch, length), 3: (batch, length, length), 4: (batch, 1, length, length)}.get(
-            attention_mask.dim())
         shape = tuple(attention_mask.shape)
-        if expected is None or shape[-1] != length or any(size not in (1, wanted)
-                                                          for size, wanted in zip(shape, expected)):
+        expected = {2: (batch, length), 3: (batch, length, length), 4: (batch, 1, length, length)}.get(len(shape))
+        if expected is None or shape[-1] != length or any(size not in (1, want) for size, want in zip(shape, expected)):
             raise ValueError(f"attention_mask must be [batch, length] = [{batch}, {length}], [batch, from, to] = "
                              f"[{batch}, {length}, {length}] or an extended [batch, 1, from, to] bias, "
                              f"got shape {list(shape)}")
@@ -680,15 +634,6 @@ class BertPreTrainedModel(PretrainedMixin, nn.Module):
 
     def gradient_checkpointing_disable(self) -> None:
         self.gradient_checkpointing_enable(False)
-
-    def set_dropout(self, probability: float) -> None:
-        """Every dropout of the model (hidden, attention, classifier) at `probability`, for this run
-        only: `config`, and so a saved config.json, keeps its values."""
-        for module in self.modules():
-            if isinstance(module, nn.Dropout):
-                module.p = probability
-            elif isinstance(module, BertSelfAttention):
-                module.dropout_prob = probability
 
     @property
     def num_parameters(self) -> int:
@@ -719,10 +664,9 @@ class BertModel(BertPreTrainedModel):
                              f"got shape {tuple(inputs_embeds.shape)}")
         shape = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
         if shape[1] > self.config.max_position_embeddings:
-            raise ConfigError(
-                f"sequence length {shape[1]} exceeds max_position_embeddings "
-                f"({self.config.max_position_embeddings}); truncate inputs (data.max_seq_length) or "
-                f"build the model with a larger position table")
+            raise ConfigError(f"sequence length {shape[1]} exceeds max_position_embeddings "
+                              f"({self.config.max_position_embeddings}); truncate inputs (data.max_seq_length) or "
+                              f"build the model with a larger position table")
         return shape
 
     def _local_attention_bias(self, bias: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
@@ -809,8 +753,7 @@ class BertHeadPooler(BertPredictionHeadTransform):
 
 
 class BertLMPredictionHead(nn.Module):
-    """transform → decoder tied to the word embeddings (or, with tie_word_embeddings false, its own
-    `decoder`), with its own bias."""
+    """transform → decoder: the word embeddings (with tie_word_embeddings false, its own `decoder`); its own bias."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
@@ -841,59 +784,21 @@ class BertPreTrainingHeads(nn.Module):
             self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
 
-def predicted_positions(labels: torch.Tensor, per_row: int | None = None) -> torch.Tensor:
-    """[rows, per_row] positions for sparse prediction: each row's labelled positions in order, then
-    unlabelled ones to fill the row. Labels beyond `per_row` in a row would be left out; None: the most
-    labels of any row (at least one), read from the device."""
-    if per_row is None:
-        per_row = max(int((labels != IGNORE_INDEX).sum(dim=1).max()), 1)
-    return (labels == IGNORE_INDEX).to(torch.uint8).argsort(dim=1, stable=True)[:, :per_row]
-
-
-def predicted_states(sequence_output: torch.Tensor, labels: torch.Tensor, predictions_per_row: int | None = None,
-                     positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The states the MLM head scores and their labels, [N, H] and [N], at `predicted_positions` in row order:
-    `sequence_output` is already at them when `positions` are given (the encoder's last layer ran only there), else
-    it is gathered. Without `predictions_per_row`, the labelled positions alone; with it, every row's whole block,
-    labelled -100 at the filling positions."""
-    if positions is None:
-        positions = predicted_positions(labels, predictions_per_row)
-        sequence_output = gather_positions(sequence_output, positions)
-    hidden, targets = sequence_output.flatten(0, 1), labels.gather(1, positions).flatten()
-    if predictions_per_row is None:
-        selected = targets != IGNORE_INDEX
-        hidden, targets = hidden[selected], targets[selected]
-    return hidden, targets
-
-
 def masked_lm(head: BertLMPredictionHead, sequence_output, labels, return_logits: bool = True,
               predictions_per_row: int | None = None, positions: torch.Tensor | None = None,
               differentiable_logits: bool = False):
-    """Full logits without labels; with labels, the loss and logits only at the labelled positions, from
-    bertlab.losses.masked_lm_loss: the logits without their graph unless `differentiable_logits`, none with
-    `return_logits=False`.
-
-    The head reads `predicted_states`, at `predicted_positions` ([B, P]). Without
-    `predictions_per_row`, P is the batch's most labels in a row and the filling positions are dropped:
-    the logits are those of the labelled positions in row order, as many as masking chose, a shape
-    that changes every batch. With it (at least the most labels of any row) the head predicts the same
-    number of positions in every row instead; the filling positions score nothing, so the loss is the
-    same, and the shapes depend only on the batch's shape, which torch.compile then compiles once.
-    """
+    """Full logits without labels; with labels, bertlab.losses.labelled_masked_lm: the labelled positions' only."""
     if labels is None:
         return head(sequence_output), None
-    hidden, targets = predicted_states(sequence_output, labels, predictions_per_row, positions)
-    # A batch without a masked token contributes zero loss rather than a NaN mean over nothing.
-    count = max(targets.numel(), 1) if predictions_per_row is None else (targets != IGNORE_INDEX).sum().clamp(min=1)
-    return _losses().masked_lm_loss(head, hidden, targets, count, return_logits, differentiable_logits)
+    return _imported("bertlab.losses").labelled_masked_lm(head, sequence_output, labels, return_logits,
+                                                          predictions_per_row, positions, differentiable_logits)
 
 
 def sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states):
-    """The positions the last layer has to compute for the MLM loss; None (every position) without
-    labels, or when a caller asks for every layer's attentions or hidden states."""
+    """The positions the last layer computes for the MLM loss: None (all) without labels or for all layers' outputs."""
     if labels is None or output_attentions or output_hidden_states:
         return None
-    return predicted_positions(labels, predictions_per_row)
+    return _imported("bertlab.losses").predicted_positions(labels, predictions_per_row)
 
 
 class BertForPreTraining(BertPreTrainedModel):
@@ -907,8 +812,7 @@ class BertForPreTraining(BertPreTrainedModel):
                 labels=None, next_sentence_label=None, output_attentions=None, output_hidden_states=None,
                 return_logits=True, predictions_per_row=None, differentiable_logits=False,
                 inputs_embeds=None) -> PreTrainingOutput:
-        """With `labels`, prediction_logits are those of the labelled positions, without their graph
-        unless `differentiable_logits` (see masked_lm)."""
+        """With `labels`, prediction_logits are the labelled positions' only (see masked_lm)."""
         output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
         predicted = sparse_output_positions(labels, predictions_per_row, output_attentions,
                                             output_hidden_states or self.config.classifier_pooling == "mean")
@@ -920,9 +824,8 @@ class BertForPreTraining(BertPreTrainedModel):
         prediction_logits, mlm_loss = masked_lm(self.cls.predictions, sequence_output, labels, return_logits,
                                                 predictions_per_row, predicted, differentiable_logits)
         seq_relationship_logits = self.cls.seq_relationship(out.pooler_output)
-        nsp_loss = None
-        if next_sentence_label is not None:
-            nsp_loss = F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
+        nsp_loss = None if next_sentence_label is None \
+            else F.cross_entropy(seq_relationship_logits.float(), next_sentence_label.view(-1))
         losses = [part for part in (mlm_loss, nsp_loss) if part is not None]
         loss = sum(losses) if losses else None
         return PreTrainingOutput(loss, prediction_logits, seq_relationship_logits, out.hidden_states, out.attentions,
@@ -940,8 +843,7 @@ class BertForMaskedLM(BertPreTrainedModel):
                 labels=None, output_attentions=None, output_hidden_states=None,
                 return_logits=True, predictions_per_row=None, differentiable_logits=False,
                 inputs_embeds=None) -> LogitsOutput:
-        """With `labels`, the logits are those of the labelled positions, without their graph unless
-        `differentiable_logits` (see masked_lm)."""
+        """With `labels`, the logits are the labelled positions' only (see masked_lm)."""
         output_attentions, output_hidden_states = self.outputs_asked(output_attentions, output_hidden_states)
         positions = sparse_output_positions(labels, predictions_per_row, output_attentions, output_hidden_states)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
@@ -975,14 +877,9 @@ class BertForSequenceClassification(BertPreTrainedModel):
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
     def _loss(self, logits, labels):
-        problem_type = self.config.problem_type
-        if problem_type is None:  # Hugging Face's inference rule
-            if self.config.num_labels == 1:
-                problem_type = "regression"
-            elif labels.dtype in (torch.long, torch.int):
-                problem_type = "single_label_classification"
-            else:
-                problem_type = "multi_label_classification"
+        problem_type = self.config.problem_type or (  # None: Hugging Face's inference rule
+            "regression" if self.config.num_labels == 1 else "single_label_classification"
+            if labels.dtype in (torch.long, torch.int) else "multi_label_classification")
         logits = logits.float()
         if problem_type == "regression":
             return F.mse_loss(logits.squeeze(-1), labels.float().view(-1)) if self.config.num_labels == 1 \
@@ -993,10 +890,10 @@ class BertForSequenceClassification(BertPreTrainedModel):
 
 
 class BertForTokenClassification(BertPreTrainedModel):
-    """A label per token (named entities): dropout → linear on every position's last hidden state, as
-    transformers' BertForTokenClassification. A ModernBERT-style model (classifier_pooling cls or mean) puts its
-    dense → act → norm `head` before them, as ModernBertForTokenClassification does. The loss is the mean
-    cross-entropy over the labelled positions (labels -100 elsewhere: padding, specials, a word's later pieces)."""
+    """A label per token (named entities): dropout → linear on every position's last hidden state, as transformers'
+    BertForTokenClassification; a ModernBERT-style model (classifier_pooling cls or mean) puts its dense → act → norm
+    `head` first, as ModernBertForTokenClassification. The loss is the mean cross-entropy over the labelled positions
+    (F.cross_entropy's ignore_index, -100, elsewhere: padding, specials, a word's later pieces)."""
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
@@ -1013,8 +910,7 @@ class BertForTokenClassification(BertPreTrainedModel):
                         output_attentions, output_hidden_states, inputs_embeds=inputs_embeds)
         hidden = out.last_hidden_state if self.head is None else self.head(out.last_hidden_state)
         logits = self.classifier(self.dropout(hidden))
-        loss = None if labels is None else F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
-                                                           ignore_index=IGNORE_INDEX)
+        loss = None if labels is None else F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
         return LogitsOutput(loss, logits, out.hidden_states, out.attentions)
 
 

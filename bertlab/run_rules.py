@@ -1,6 +1,9 @@
 """The rules only the arguments of a run's takers declare, beside bertlab.value_rules' scalar ones (those a model
 config's fields declare too; an export carries them, and not these). bertlab.argument_checks runs both.
 
+The named scalar rules of a run's arguments: `batch_size: Count`, `seed: Seed`, `p_mask: Probability`, … (their
+Intervals in capitals, for the arguments of Lightning's and torch's classes: bertlab.training.checks.library_arguments).
+
 `SomeOf` is `OneOf` for each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`,
 the keys of each mapping of a list; `Tokens`, a list of tokens, each text without spaces (a tokenizer's never-split
 tokens); `Items`, how many items a list has. `Divides`: a whole number that divides sizes known only at run time
@@ -14,9 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from bertlab.value_rules import Rule
+from bertlab.value_rules import Interval, Rule
+
+PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
+    Interval("[0, 1]"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
+Probability = Annotated[float, PROBABILITY]
+Positive = Annotated[float, POSITIVE]
+NonNegative = Annotated[float, NON_NEGATIVE]
+Count = Annotated[int, COUNT]
+Seed = Annotated[int, Interval(f"[0, {2**32 - 1}]")]
+SequenceLength = Annotated[int, Interval("[8, 1048576]")]  # [CLS] A [SEP] B [SEP] and room for text
+Workers = Annotated[int, Interval("[0, 1024]")]  # a DataLoader's processes
 
 
 class SomeOf(tuple, Rule):

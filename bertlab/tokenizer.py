@@ -21,8 +21,8 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.run_rules import Tokens
-from bertlab.value_rules import Count, Interval, base_types, field_annotations, is_of
+from bertlab.run_rules import Count, Tokens
+from bertlab.value_rules import Interval, base_types, field_annotations, is_of
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _SPECIAL_TOKEN_KEYS = ("pad", "unk", "cls", "sep", "mask")

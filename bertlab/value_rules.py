@@ -1,20 +1,14 @@
-"""The allowed values of a config key, declared once, in the annotation of the argument or dataclass field
-that takes the value: `mlm_probability: Annotated[float, Interval("(0, 1)")]`, `schedule: Annotated[str,
-OneOf(*SCHEDULES)]`, or one of the names below (`batch_size: Count`); and what a value breaks of them ("must be
-…"), null left to the code that takes the value. Nothing here raises: bertlab.argument_checks refuses a value
-that breaks its rule, before a run (bertlab.training.checks.keys checks every key of the composed config:
-`bertlab: error: <key>=<value>: must be in (0, inf)`) and when Python code calls a taker decorated with
-`checks_arguments`, which also refuses null where the annotation does not admit it (`Probability`, not
-`Probability | None`). A dataclass that checks its own fields when it is built (bertlab.BertConfig, whose
-config.json files are untrusted input) runs the same rules on them, and its base types, with `field_problems`,
-and words its own refusal.
+"""The allowed values of a config key, declared once, in the annotation of the argument or dataclass field that takes
+the value (`mlm_probability: Annotated[float, Interval("(0, 1)")]`, `hidden_dropout_prob: Dropout`; docs/configs.md),
+and what a value breaks of them ("must be …"), null left to the code that takes the value. Nothing here raises:
+bertlab.argument_checks refuses a value that breaks its rule; BertConfig (its config.json files are untrusted input)
+runs the same rules on its fields, and checks their base types, with `field_problems`, and words its own refusal.
 
 An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbounded; it takes numbers only,
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `Size`: a size a file may
 ask for. `Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and
-pruned_heads). The rules only a run's arguments declare (of a list's items, of sizes known at run time, between
-values) are bertlab.run_rules': a remote-code export carries this module, for BertConfig's fields, and not those.
+pruned_heads). The rules only a run's arguments declare are bertlab.run_rules', which an export does not carry.
 """
 
 from __future__ import annotations
@@ -44,7 +38,6 @@ class Interval(Rule):
     says: str = ""
 
     def violation(self, value: Any) -> str | None:
-        """What `value` breaks of the interval ("must be …"), or None when it fits."""
         if isinstance(value, bool) or not isinstance(value, int if self.whole else (int, float)):
             number = "a whole number" if self.whole else "a number"
             return None if self.takes_text else f"must be {self.says or f'{number} in {self.bounds}'}"
@@ -95,16 +88,8 @@ class Maps(Rule):
         return None
 
 
-PROBABILITY, OPEN_PROBABILITY, POSITIVE, NON_NEGATIVE, COUNT = (
-    Interval("[0, 1]"), Interval("[0, 1)"), Interval("(0, inf)"), Interval("[0, inf)"), Interval("[1, inf)"))
-Probability = Annotated[float, PROBABILITY]
+OPEN_PROBABILITY = Interval("[0, 1)")
 Dropout = Annotated[float, OPEN_PROBABILITY]  # a dropout probability: 1 would drop everything
-Positive = Annotated[float, POSITIVE]
-NonNegative = Annotated[float, NON_NEGATIVE]
-Count = Annotated[int, COUNT]
-Seed = Annotated[int, Interval(f"[0, {2**32 - 1}]")]
-SequenceLength = Annotated[int, Interval("[8, 1048576]")]  # [CLS] A [SEP] B [SEP] and room for text
-Workers = Annotated[int, Interval("[0, 1024]")]  # a DataLoader's processes
 
 
 def metadata(annotation: Any) -> list:
@@ -118,21 +103,12 @@ def rules(annotation: Any) -> tuple[Rule, ...]:
     return tuple(item for item in metadata(annotation) if isinstance(item, Rule))
 
 
-def violation(rules_: Sequence[Rule], value: Any, null: bool = True) -> str | None:
-    """What `value` breaks of the first of `rules_` it breaks ("must be …"); None when it fits them, or is null and
-    `null` lets it be (an annotation that admits None, or a config value left to its taker)."""
-    if value is None and null:
-        return None
-    return next((problem for rule in rules_ if (problem := rule.violation(value))), None)
-
-
 TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
 
 
 def field_problems(instance: Any) -> Iterator[tuple[str, Any, Rule | None, str]]:
-    """(field, value, the rule it breaks or None for its type, "must be …") for each field of the dataclass
-    `instance` whose value breaks the rules of its annotation or is not of its type (bool, int, float or
-    str; null where the annotation admits it)."""
+    """(field, value, the rule it breaks or None for its type, "must be …") for each field of the dataclass `instance`
+    whose value breaks its annotation's rules or is not of its type (bool, int, float or str; null where admitted)."""
     for name, annotation in field_annotations(type(instance)).items():
         value = getattr(instance, name)
         if value is None and type(None) in base_types(annotation):

@@ -10,7 +10,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from bertlab.config import BertConfig
 from bertlab.flops import (TRAINING_PER_FORWARD, classification_forward_flops, dense_bf16_peak_flops,
                            encoder_forward_flops, expected_masked_positions, mlm_training_flops)
-from bertlab.model import IGNORE_INDEX, BertForMaskedLM, BertForSequenceClassification
+from bertlab.losses import IGNORE_INDEX
+from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 
 TINY = BertConfig(vocab_size=10, hidden_size=4, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
 

@@ -14,7 +14,7 @@ from torch import nn
 from benchmarks.core_step_time import activation_bytes, sparse_loss
 from bertlab import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
 from bertlab.errors import ConfigError
-from bertlab.model import IGNORE_INDEX, predicted_positions
+from bertlab.losses import IGNORE_INDEX, predicted_positions
 from tests import factories
 
 VOCAB = 200

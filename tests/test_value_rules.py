@@ -8,8 +8,8 @@ from typing import Annotated
 
 import pytest
 
-from bertlab.run_rules import SomeOf
-from bertlab.value_rules import COUNT, Count, Interval, OneOf, Size, field_problems, metadata, rules
+from bertlab.run_rules import COUNT, Count, SomeOf
+from bertlab.value_rules import Interval, OneOf, Size, field_problems, metadata, rules
 
 
 @pytest.mark.parametrize("rule, value, problem", [

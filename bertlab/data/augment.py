@@ -36,9 +36,9 @@ from bertlab.argument_checks import checks_arguments
 from bertlab.data.sources import load_dataset_source, read_text_lines, require_columns
 from bertlab.errors import CheckpointError, DataError
 from bertlab.model import BertForMaskedLM
-from bertlab.run_rules import Items, Shares
+from bertlab.run_rules import Count, Items, Probability, Shares
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Interval, Probability
+from bertlab.value_rules import Interval
 
 log = logging.getLogger("bertlab")
 MASK = "[MASK]"

@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from bertlab.argument_checks import checks_arguments
-from bertlab.config import SIZE_LIMITS
+from bertlab.config import NUM_LABELS_LIMIT
 from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import column_values, tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
@@ -32,8 +32,9 @@ from bertlab.data.selection import split_selection
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
+from bertlab.run_rules import Count, Seed, SequenceLength, Workers
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import OPEN_PROBABILITY, Count, Interval, Seed, SequenceLength, Workers
+from bertlab.value_rules import OPEN_PROBABILITY, Interval
 
 log = logging.getLogger("bertlab")
 UNLABELLED = -1  # GLUE's label for rows of its unlabelled test splits; NaN for regression
@@ -84,7 +85,7 @@ class ClassificationDataModule(ResumableTrainingOrder, L.LightningDataModule):
         text_column: str = "sentence",
         text_pair_column: str | None = None,
         label_column: str = "label",
-        num_labels: Annotated[int, Interval(f"[1, {SIZE_LIMITS['num_labels']}]")] = 2,  # 1: regression
+        num_labels: Annotated[int, Interval(f"[1, {NUM_LABELS_LIMIT}]")] = 2,  # 1: regression
         label_names: list[str] | None = None,
         train_split: str = "train",
         validation_split: str = "validation",

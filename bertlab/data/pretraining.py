@@ -25,9 +25,8 @@ from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import cache_folder, load_dataset_source
 from bertlab.errors import DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION
-from bertlab.run_rules import Entries
+from bertlab.run_rules import Count, Entries, Probability, SequenceLength, Workers
 from bertlab.tokenizer import WordPieceOptions, load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Probability, SequenceLength, Workers
 
 logger = logging.getLogger(__name__)
 

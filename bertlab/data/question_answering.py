@@ -37,8 +37,9 @@ from bertlab.data.batches import collate
 from bertlab.data.classification import SELECTION_SPLIT, ClassificationDataModule
 from bertlab.data.sources import SPLIT_NAMES, load_dataset_source, require_columns
 from bertlab.errors import DataError
+from bertlab.run_rules import Count, Seed, SequenceLength, Workers
 from bertlab.span_decoding import OUTSIDE_CONTEXT
-from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers
+from bertlab.value_rules import OPEN_PROBABILITY
 
 COLUMNS = ("id", "question", "context", "answers")
 TARGETS = ("start_positions", "end_positions")

@@ -16,7 +16,8 @@ from torch.utils.data import DistributedSampler
 
 from bertlab.argument_checks import check_rules, checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Count, Interval
+from bertlab.run_rules import Count
+from bertlab.value_rules import Interval
 
 
 @checks_arguments

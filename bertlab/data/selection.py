@@ -28,7 +28,8 @@ import numpy as np
 
 from bertlab.argument_checks import checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.value_rules import Count, Interval
+from bertlab.run_rules import Count
+from bertlab.value_rules import Interval
 
 REGRESSION_BINS = 10
 

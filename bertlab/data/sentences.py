@@ -26,8 +26,9 @@ from bertlab.data.encoding import tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
+from bertlab.run_rules import Count, SequenceLength, Workers
 from bertlab.tokenizer import load_tokenizer, special_token_ids
-from bertlab.value_rules import Count, Interval, SequenceLength, Workers
+from bertlab.value_rules import Interval
 
 # A sentence ends at . ! or ? followed by white space and an upper-case letter or a quote.
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")

@@ -27,9 +27,10 @@ from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import truncate_without_padding
 from bertlab.data.sources import require_columns
 from bertlab.errors import ConfigError, DataError
-from bertlab.model import IGNORE_INDEX
+from bertlab.losses import IGNORE_INDEX
 from bertlab.ner_metrics import OUTSIDE, check_iob_use, one_tag_scheme, tag_scheme
-from bertlab.value_rules import OPEN_PROBABILITY, Count, Seed, SequenceLength, Workers
+from bertlab.run_rules import Count, Seed, SequenceLength, Workers
+from bertlab.value_rules import OPEN_PROBABILITY
 
 PIECE_LABELS = "piece_labels"  # the tokenized rows' column: a tag id per piece, -100 where nothing is scored
 

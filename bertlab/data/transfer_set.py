@@ -23,7 +23,7 @@ from bertlab.data import cache_entries
 from bertlab.data.augment import Example, augment, joined, read_unlabelled
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
-from bertlab.value_rules import NON_NEGATIVE, Count, Probability, Seed
+from bertlab.run_rules import NON_NEGATIVE, Count, Probability, Seed
 
 log = logging.getLogger("bertlab")
 CACHE_FORMAT = 1  # part of the cache key: raise it when the augmentation changes what it makes

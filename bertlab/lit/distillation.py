@@ -35,13 +35,14 @@ from bertlab.data.classification import ClassificationDataModule, labelled_rows
 from bertlab.data.encoding import column_values
 from bertlab.lit.classification import ClassificationModule, validation_metrics
 from bertlab.lit.fine_tuning import LayerwiseDecay
-from bertlab.lit.optim import configure_optimization
+from bertlab.lit.optim import configure_optimization, set_dropout
 from bertlab.lit.task_data import task_data
 from bertlab.model import BertForSequenceClassification
+from bertlab.run_rules import NonNegative, Positive, Probability
 from bertlab.teacher import folders as teacher_folders
 from bertlab.teacher.inference import autocast_dtype
 from bertlab.teacher.outputs import teacher_outputs, write_report
-from bertlab.value_rules import Dropout, NonNegative, Positive, Probability
+from bertlab.value_rules import Dropout
 
 log = logging.getLogger("bertlab")
 
@@ -116,7 +117,7 @@ class DistillationModule(ClassificationModule):
         config = self.model.config.to_dict()
         self.save_hyperparameters(ignore=["optimizer", "scheduler", "model"])
         if dropout is not None:
-            self.model.set_dropout(dropout)
+            set_dropout(self.model, dropout)
         teacher_config = teacher_folders.teacher_config(teacher)
         teacher_folders.check_labels(teacher, teacher_config, self.model.config)
         self.teacher = teacher

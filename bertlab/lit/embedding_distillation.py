@@ -27,13 +27,14 @@ from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
 from bertlab.flops import encoder_forward_flops
 from bertlab.lit.checkpoints import RecordsTask
-from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, set_dropout
 from bertlab.lit.task_data import task_data
 from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.model import BertModel
+from bertlab.run_rules import Count
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype
-from bertlab.value_rules import Count, Dropout, OneOf
+from bertlab.value_rules import Dropout, OneOf
 
 TEACHER_PRECISIONS = OneOf("32-true", "bf16-mixed", "16-mixed")  # or null: the run's
 
@@ -65,7 +66,7 @@ class EmbeddingDistillationModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, 
         self.scheduler_factory = scheduler
         self.model = BertModel(model_config)
         if dropout is not None:
-            self.model.set_dropout(dropout)
+            set_dropout(self.model, dropout)
         self.projection = nn.Linear(model_config.hidden_size, teacher_width)
         self.target_scale = math.sqrt(teacher_width)
         self.register_buffer("train_targets", None, persistent=False)  # [training rows, teacher width]

@@ -30,10 +30,9 @@ from bertlab.lit.masking import masking_generator
 from bertlab.lit.optim import configure_optimization
 from bertlab.lit.pretraining import TRAIN_STREAM, PretrainingModule, checked_model_config
 from bertlab.lit.relations import RELATIONS, check_relation_heads, masked_mse, relation_kl, relation_scores
-from bertlab.run_rules import SomeOf
+from bertlab.run_rules import Count, NonNegative, SomeOf
 from bertlab.teacher.layer_states import LayerTeacher, read_attention_input
 from bertlab.tokenizer import load_tokenizer
-from bertlab.value_rules import Count, NonNegative
 
 MINILM_V2_RELATIONS = ("query-query", "key-key", "value-value")
 

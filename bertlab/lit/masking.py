@@ -6,7 +6,7 @@ masking reproducible and resumable without any state in the data pipeline.
 
 Static masking chooses an exact number of tokens per row instead of drawing each by chance, so that
 the model's sparse prediction head can work on a shape fixed by the batch's shape (torch.compile
-then compiles it once); see `mask_tokens` and `bertlab.model.masked_lm`.
+then compiles it once); see `mask_tokens` and `bertlab.losses.labelled_masked_lm`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from bertlab.flops import expected_masked_positions
-from bertlab.model import IGNORE_INDEX
+from bertlab.losses import IGNORE_INDEX
 
 
 def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu") -> torch.Generator:
@@ -32,7 +32,7 @@ def masking_generator(seed: int, *stream: int, device: torch.device | str = "cpu
 
 def predictions_per_row(length: int, mlm_probability: float) -> int:
     """The most tokens static masking chooses in a row of `length` tokens: the width of the model's
-    static sparse prediction (`predictions_per_row` of `bertlab.model.masked_lm`)."""
+    static sparse prediction (`predictions_per_row` of `bertlab.losses.labelled_masked_lm`)."""
     return round(mlm_probability * length)
 
 

@@ -1,5 +1,5 @@
-"""Parameter groups (weight decay, layer-wise learning-rate decay), the optimizer built from a Hydra
-partial, and the warmup learning-rate schedules."""
+"""Parameter groups (weight decay, layer-wise learning-rate decay), a run's dropout, the optimizer built from a
+Hydra partial, and the warmup learning-rate schedules."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from bertlab.argument_checks import checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.value_rules import NON_NEGATIVE, Interval, OneOf, Probability
+from bertlab.model import BertSelfAttention
+from bertlab.run_rules import NON_NEGATIVE, Probability
+from bertlab.value_rules import Interval, OneOf
 
 SCHEDULES = ("linear", "cosine", "constant")
 _ENCODER_LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
@@ -58,6 +60,16 @@ def parameter_groups(model: nn.Module, weight_decay: float, lr: float,
                                                "weight_decay": weight_decay if decays else 0.0})
         group["params"].append(param)
     return list(groups.values())
+
+
+def set_dropout(model: nn.Module, probability: float) -> None:
+    """Every dropout of a bertlab model (hidden, attention, classifier) at `probability`, for this run
+    only: `model.config`, and so a saved config.json, keeps its values."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = probability
+        elif isinstance(module, BertSelfAttention):
+            module.dropout_prob = probability
 
 
 def build_optimizer(optimizer_factory: Callable[..., torch.optim.Optimizer], model: nn.Module,

@@ -29,14 +29,14 @@ from bertlab.flops import mlm_forward_flops
 from bertlab.lit.checkpoints import RecordsTask
 from bertlab.lit.masking import (FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator,
                                  predicted_per_batch, predictions_per_row)
-from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, set_dropout
 from bertlab.lit.sampled_softmax import sampled_softmax_loss
 from bertlab.lit.throughput import ModelFlopsPerBatch
+from bertlab.losses import IGNORE_INDEX, predicted_positions, predicted_states
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
-from bertlab.model import (IGNORE_INDEX, BertForMaskedLM, BertForPreTraining, predicted_positions,
-                           predicted_states)
-from bertlab.run_rules import Shares
-from bertlab.value_rules import Count, Dropout, Interval, OneOf, Probability
+from bertlab.model import BertForMaskedLM, BertForPreTraining
+from bertlab.run_rules import Count, Probability, Shares
+from bertlab.value_rules import Dropout, Interval, OneOf
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -98,7 +98,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
         self.scheduler_factory = scheduler
         self.model = BertForPreTraining(model_config) if nsp else BertForMaskedLM(model_config)
         if dropout is not None:
-            self.model.set_dropout(dropout)
+            set_dropout(self.model, dropout)
         if compile:
             self.model.compile(mode=compile_mode)
         # Per validation set (see `validation_set`); torchmetrics' states are not saved in checkpoints.
@@ -187,7 +187,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
 
     def _sampled_mlm_loss(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> torch.Tensor:
         """The masked-LM loss with a sampled softmax: the encoder's last layer and the head's transform run at
-        the masked positions alone (bertlab.model.predicted_states, as masked_lm reads them); the sample comes
+        the masked positions alone (bertlab.losses.predicted_states, as masked_lm reads them); the sample comes
         from the masking's generator."""
         input_ids, labels = self._mask(batch, generator)
         positions = predicted_positions(labels)

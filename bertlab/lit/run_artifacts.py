@@ -21,7 +21,8 @@ from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.errors import BertlabError, ConfigError
 from bertlab.files import write_atomically
 from bertlab.metrics import named_for_their_sets, plot_metrics, read_metrics, summarise_metrics
-from bertlab.value_rules import NonNegative, OneOf
+from bertlab.run_rules import NonNegative
+from bertlab.value_rules import OneOf
 
 
 @checks_arguments

@@ -16,7 +16,8 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from bertlab.argument_checks import checks_arguments
 from bertlab.flops import TRAINING_PER_FORWARD, dense_bf16_peak_flops
-from bertlab.value_rules import Interval, Positive
+from bertlab.run_rules import Positive
+from bertlab.value_rules import Interval
 
 WindowSize = Annotated[int, Interval("[2, inf)")]  # a rate is the difference of the window's first and last readings
 

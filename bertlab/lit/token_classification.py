@@ -13,8 +13,9 @@ import torch.distributed as dist
 
 from bertlab.argument_checks import checks_arguments
 from bertlab.lit.fine_tuning import FineTuningModule, per_piece_forward_flops
+from bertlab.losses import IGNORE_INDEX
 from bertlab.metrics import best_point, read_metrics, series
-from bertlab.model import IGNORE_INDEX, BertForTokenClassification
+from bertlab.model import BertForTokenClassification
 from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS, entity_scores, tag_scheme
 from bertlab.tables import markdown_table, write_csv, write_markdown
 from bertlab.value_rules import OneOf

@@ -11,7 +11,7 @@ import pytest
 
 from bertlab.data.token_classification import TokenClassificationDataModule, first_pieces, piece_labels
 from bertlab.errors import ConfigError, DataError
-from bertlab.model import IGNORE_INDEX
+from bertlab.losses import IGNORE_INDEX
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, train_tokenizer
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bertlab.lit.masking import fixed_mask, mask_tokens, masking_generator, predictions_per_row
-from bertlab.model import IGNORE_INDEX
+from bertlab.losses import IGNORE_INDEX
 
 VOCAB_SIZE = 1000
 MASK_ID = 4

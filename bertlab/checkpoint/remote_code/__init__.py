@@ -67,12 +67,13 @@ def carried_modules() -> dict[str, str]:
 
 def code_files() -> dict[str, str]:
     """Every .py file of a remote-code export: the adapter and the carried bertlab modules. The adapter
-    imports each carried module itself: transformers copies a local folder's files into its module cache
-    only one relative import deep."""
-    carried = carried_modules()
-    imports = "".join(f"from .{name[:-3]} import __name__ as _{name[:-3]}  # noqa: F401\n" for name in sorted(carried))
-    adapter = (ADAPTER.read_text(encoding="utf-8") + "\n\n# Generated at export (bertlab.checkpoint.remote_code): "
-               "the modules for transformers to copy.\n" + imports)
+    imports each carried module itself (those its own imports do not name are imported at the end): transformers
+    copies a local folder's files into its module cache only one relative import deep."""
+    carried, adapter = carried_modules(), ADAPTER.read_text(encoding="utf-8")
+    imports = "".join(f"from .{name[:-3]} import __name__ as _{name[:-3]}  # noqa: F401\n" for name in sorted(carried)
+                      if f"from .{name[:-3]} import" not in adapter)
+    adapter += ("\n\n# Generated at export (bertlab.checkpoint.remote_code): the modules for transformers to copy.\n"
+                + imports)
     return {ADAPTER.name: adapter, **carried}
 
 

@@ -1,9 +1,7 @@
-"""transformers' classes of a bertlab remote-code export (see bertlab.checkpoint.remote_code): the config class,
-which keeps bertlab's BertConfig fields as config.json has them, and the model classes, each of which builds
-bertlab's own model and adopts its submodules, so that the state-dict names are bertlab's, and returns
-transformers' output classes. config.json's auto_map names both here (`modeling_bertlab.BertlabConfig` for
-AutoConfig). It runs only inside an export folder, loaded by transformers with trust_remote_code=True; bertlab
-never imports it."""
+"""transformers' classes of a bertlab remote-code export (bertlab.checkpoint.remote_code), which config.json's auto_map
+names: the config class, which keeps bertlab's BertConfig fields as config.json has them, and the model classes, each
+of which builds bertlab's own model and adopts its submodules (so the state-dict names are bertlab's) and returns
+transformers' output classes. Only transformers imports it, from an export folder (trust_remote_code=True)."""
 
 import torch.nn.functional as F
 from transformers import PretrainedConfig, PreTrainedModel
@@ -17,8 +15,7 @@ from .bertlab_model import (BertForMaskedLM, BertForPreTraining, BertForQuestion
 
 
 class BertlabConfig(PretrainedConfig):
-    """bertlab's BertConfig fields, kept as config.json has them; the model classes turn them back into
-    a BertConfig, which checks them."""
+    """bertlab's BertConfig fields as config.json has them; the model classes turn them into a (checked) BertConfig."""
 
     model_type = "bertlab"
 
@@ -47,19 +44,16 @@ class BertlabPreTrainedModel(PreTrainedModel):
         return super().train(mode)
 
     def get_input_embeddings(self):
-        return self.bertlab.bert.embeddings.word_embeddings if hasattr(self.bertlab, "bert") \
-            else self.bertlab.embeddings.word_embeddings
+        return getattr(self.bertlab, "bert", self.bertlab).embeddings.word_embeddings
 
     def _run(self, input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
              output_hidden_states, inputs_embeds, **kwargs):
         """bertlab's forward; an output switch left at None reads this model's transformers config, as
         transformers' models do (bertlab's copy of the config was taken when the model was built)."""
-        if output_attentions is None:
-            output_attentions = self.config.output_attentions
-        if output_hidden_states is None:
-            output_hidden_states = self.config.output_hidden_states
+        attentions = self.config.output_attentions if output_attentions is None else output_attentions
+        hidden_states = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         return self.bertlab(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                            output_attentions=bool(output_attentions), output_hidden_states=bool(output_hidden_states),
+                            output_attentions=bool(attentions), output_hidden_states=bool(hidden_states),
                             inputs_embeds=inputs_embeds, **kwargs)
 
 
@@ -68,6 +62,7 @@ def _masked_lm_loss(logits, labels):
     return None if labels is None else F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
 
 
+# Each forward returns bertlab's output fields that are not None as transformers' output class: they are named alike.
 class BertlabModel(BertlabPreTrainedModel):
     bertlab_class = BertModel
 
@@ -75,8 +70,7 @@ class BertlabModel(BertlabPreTrainedModel):
                 output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None, **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
                         output_hidden_states, inputs_embeds)
-        return BaseModelOutputWithPooling(last_hidden_state=out.last_hidden_state, pooler_output=out.pooler_output,
-                                          hidden_states=out.hidden_states, attentions=out.attentions)
+        return BaseModelOutputWithPooling(**dict(out.items()))
 
 
 class BertlabForMaskedLM(BertlabPreTrainedModel):
@@ -87,8 +81,7 @@ class BertlabForMaskedLM(BertlabPreTrainedModel):
                 **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
                         output_hidden_states, inputs_embeds)
-        return MaskedLMOutput(loss=_masked_lm_loss(out.logits, labels), logits=out.logits,
-                              hidden_states=out.hidden_states, attentions=out.attentions)
+        return MaskedLMOutput(loss=_masked_lm_loss(out.logits, labels), **dict(out.items()))
 
 
 class BertlabForPreTraining(BertlabPreTrainedModel):
@@ -102,33 +95,23 @@ class BertlabForPreTraining(BertlabPreTrainedModel):
         losses = [_masked_lm_loss(out.prediction_logits, labels)] if labels is not None else []
         if next_sentence_label is not None:
             losses.append(F.cross_entropy(out.seq_relationship_logits.float(), next_sentence_label.flatten()))
-        return BertForPreTrainingOutput(loss=sum(losses) if losses else None, prediction_logits=out.prediction_logits,
-                                        seq_relationship_logits=out.seq_relationship_logits,
-                                        hidden_states=out.hidden_states, attentions=out.attentions)
+        return BertForPreTrainingOutput(loss=sum(losses) if losses else None, **dict(out.items()))
 
 
 class BertlabForSequenceClassification(BertlabPreTrainedModel):
-    bertlab_class = BertForSequenceClassification
+    bertlab_class, output_class = BertForSequenceClassification, SequenceClassifierOutput
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
                 labels=None, output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None,
                 **_):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
                         output_hidden_states, inputs_embeds, labels=labels)
-        return SequenceClassifierOutput(loss=out.loss, logits=out.logits, hidden_states=out.hidden_states,
-                                        attentions=out.attentions)
+        return self.output_class(**dict(out.items()))
 
 
 class BertlabForTokenClassification(BertlabPreTrainedModel):
-    bertlab_class = BertForTokenClassification
-
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, head_mask=None,
-                labels=None, output_attentions=None, output_hidden_states=None, inputs_embeds=None, return_dict=None,
-                **_):
-        out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
-                        output_hidden_states, inputs_embeds, labels=labels)
-        return TokenClassifierOutput(loss=out.loss, logits=out.logits, hidden_states=out.hidden_states,
-                                     attentions=out.attentions)
+    bertlab_class, output_class = BertForTokenClassification, TokenClassifierOutput
+    forward = BertlabForSequenceClassification.forward
 
 
 class BertlabForQuestionAnswering(BertlabPreTrainedModel):
@@ -140,5 +123,4 @@ class BertlabForQuestionAnswering(BertlabPreTrainedModel):
         out = self._run(input_ids, attention_mask, token_type_ids, position_ids, head_mask, output_attentions,
                         output_hidden_states, inputs_embeds, start_positions=start_positions,
                         end_positions=end_positions)
-        return QuestionAnsweringModelOutput(loss=out.loss, start_logits=out.start_logits, end_logits=out.end_logits,
-                                            hidden_states=out.hidden_states, attentions=out.attentions)
+        return QuestionAnsweringModelOutput(**dict(out.items()))

@@ -17,9 +17,10 @@ from typing import Annotated, Any, Dict, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from bertlab.config import SIZE_LIMITS, BertConfig
+from bertlab.config import VOCAB_SIZE_LIMIT, BertConfig
+from bertlab.run_rules import Positive, Seed
 from bertlab.tokenizer import WordPieceOptions
-from bertlab.value_rules import Interval, OneOf, Positive, Seed
+from bertlab.value_rules import Interval, OneOf
 
 # BertConfig fields a run takes from its tokenizer (vocab_size, pad_token_id) and data (the labels), or
 # that only a checkpoint's config.json carries (architectures, pruned_heads).
@@ -41,7 +42,7 @@ ModelSchema = _model_schema()
 def _tokenizer_schema() -> type:
     types = typing.get_type_hints(WordPieceOptions, include_extras=True)
     options = [(f.name, types[f.name], field(default=f.default)) for f in dataclasses.fields(WordPieceOptions)]
-    vocab_size = Annotated[int, Interval(f"[10, {SIZE_LIMITS['vocab_size']}]")]
+    vocab_size = Annotated[int, Interval(f"[10, {VOCAB_SIZE_LIMIT}]")]
     return dataclasses.make_dataclass("TokenizerSchema", [("path", Optional[str], field(default=None)),
                                                           ("vocab_size", vocab_size, field(default=8192)), *options])
 

@@ -15,12 +15,13 @@ from omegaconf import OmegaConf
 
 from bertlab.argument_checks import check_rules
 from bertlab.errors import ConfigError
+from bertlab.run_rules import POSITIVE
 from bertlab.training.checks import combinations
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import (LIBRARY_ARGUMENTS, NOT_JUDGED, ConfigKeys, argument_declaration, check_type,
                                           declarations, overridden_keys)
 from bertlab.training.launch.schema import SCHEMAS
-from bertlab.value_rules import POSITIVE, OneOf
+from bertlab.value_rules import OneOf
 from tests.training.shipped_configs import composed_trees
 
 # Keys whose strings come from a fixed set: each must have its choices declared.
