@@ -14,7 +14,7 @@ import torch
 from bertlab.argument_checks import checks_arguments
 from bertlab.errors import BertlabError
 from bertlab.metrics import VALIDATION_PREFIXES
-from bertlab.value_rules import Count
+from bertlab.run_rules import Count
 
 
 class SeedEveryStep(L.Callback):

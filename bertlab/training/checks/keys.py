@@ -42,7 +42,8 @@ from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.launch.schema import SCHEMAS, ModelSchema, TokenizerSchema
 from bertlab.training.run import precision
-from bertlab.value_rules import COUNT, NON_NEGATIVE, POSITIVE, Interval, OneOf, Rule, metadata, rules
+from bertlab.run_rules import COUNT, NON_NEGATIVE, POSITIVE
+from bertlab.value_rules import Interval, OneOf, Rule, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge
 HYDRA_KEYS = ("_target_", "_partial_", "_convert_", "_recursive_", "_args_")
