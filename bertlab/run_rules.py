@@ -2,7 +2,7 @@
 config's fields declare too; an export carries them, and not these). bertlab.argument_checks runs both.
 
 The named scalar rules of a run's arguments: `batch_size: Count`, `seed: Seed`, `p_mask: Probability`, … (their
-Intervals in capitals, for the arguments of Lightning's and torch's classes: bertlab.training.checks.library_arguments).
+Intervals in capitals, for the arguments of Lightning's and torch's classes: bertlab.training.checks.keys.LIBRARY_ARGUMENTS).
 
 `SomeOf` is `OneOf` for each item of a list: `relations: Annotated[Sequence[str], SomeOf(*RELATIONS)]`; `Entries`,
 the keys of each mapping of a list; `Tokens`, a list of tokens, each text without spaces (a tokenizer's never-split
