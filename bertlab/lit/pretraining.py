@@ -8,7 +8,7 @@ Every validation also measures the plain text with one corruption for every run 
 `bertlab.metrics.TEXT_MEASURE` and docs/pretraining_validation.md): 15% of its tokens, all [MASK], at
 positions fixed by the text alone, scored by the model and by a unigram model of the training tokens.
 Training may score the masked tokens with a sampled softmax instead (`softmax_samples`, see
-`bertlab.lit.sampled_softmax`); validation and `text/` keep the full softmax.
+`bertlab.losses.sampled_softmax_loss`); validation and `text/` keep the full softmax.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from bertlab.lit.checkpoints import RecordsTask
 from bertlab.lit.masking import (FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator,
                                  predicted_per_batch, predictions_per_row)
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, set_dropout
-from bertlab.lit.sampled_softmax import sampled_softmax_loss
 from bertlab.lit.throughput import ModelFlopsPerBatch
-from bertlab.losses import IGNORE_INDEX, predicted_positions, predicted_states
+from bertlab.losses import IGNORE_INDEX, predicted_positions, predicted_states, sampled_softmax_loss
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import BertForMaskedLM, BertForPreTraining
 from bertlab.run_rules import Count, Probability, Shares
@@ -73,7 +72,7 @@ class PretrainingModule(ModelFlopsPerBatch, ClipsWithFusedOptimizers, RecordsTas
     (data.pad_to_max_length) the model compiles once, where a changing count of masked tokens would
     make it recompile.
     `softmax_samples` (N) trains the masked LM with a sampled softmax over the step's target tokens and N draws
-    from the vocabulary (`bertlab.lit.sampled_softmax`, which needs `set_unigram`'s counts; not with `nsp`): a
+    from the vocabulary (`bertlab.losses.sampled_softmax_loss`, which needs `set_unigram`'s counts; not with `nsp`): a
     cheaper step, and `train/loss` then that softmax's. None: the full softmax.
     """
 

@@ -1,4 +1,4 @@
-"""The sampled softmax of masked-LM training (bertlab.lit.sampled_softmax, task.softmax_samples): its limit is the
+"""The sampled softmax of masked-LM training (bertlab.losses.sampled_softmax_loss, task.softmax_samples): its limit is the
 full softmax, its gradients reach the model, its draws repeat with the seed, and it teaches the full softmax."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from bertlab.lit.masking import masking_generator
 from bertlab.lit.pretraining import unigram_log_probs
-from bertlab.lit.sampled_softmax import sampled_softmax_loss
+from bertlab.losses import sampled_softmax_loss
 from tests.lit.helpers import VOCAB, loader, pretraining_batch, pretraining_module, trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's hints about workers, logging
