@@ -45,7 +45,7 @@ def embedding_student(task: DictConfig, model: DictConfig) -> str | None:
 
 def classifier_tokenizer(command: str | None, data: DictConfig) -> str | None:
     """A classifier from scratch reads its vocabulary from `data.tokenizer` (a checkpoint's folder is checked by
-    bertlab.training.checks.requirements)."""
+    bertlab.recipe_files)."""
     if command == "fine-tune" and not data.get("tokenizer"):
         return ("data.tokenizer is not set: name a tokenizer (vocab.txt, tokenizer.json or a checkpoint folder), or "
                 "start from a checkpoint with model.init_from=…")

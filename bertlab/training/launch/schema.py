@@ -59,7 +59,7 @@ class RunSchema:
     seed: Seed = 0
     resume: Optional[str] = None  # null | auto | a run folder | a Lightning .ckpt
     budget_minutes: Optional[Positive] = None  # null | minutes of training (bertlab.training.run.budget)
-    # a config key naming a folder made first → the command that makes it, null: none (bertlab.training.checks.requirements)
+    # a config key naming a folder made first → the command that makes it, null: none (bertlab.recipe_files)
     requires: Dict[str, Optional[str]] = field(default_factory=dict)
     paths: Any = None
     model: Any = None
