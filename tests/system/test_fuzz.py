@@ -21,7 +21,7 @@ from bertlab.errors import BertlabError
 from bertlab.tokenizer import load_tokenizer
 from bertlab.training.checks.before_run import check
 from bertlab.training.checks.keys import declarations
-from bertlab.training.launch.hydra_errors import user_error
+from bertlab.training.launch.app import user_error
 from bertlab.training.launch.schema import SCHEMAS
 from tests.training.shipped_configs import composed_trees
 

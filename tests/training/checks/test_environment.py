@@ -7,7 +7,7 @@ import pytest
 from hydra.errors import MissingConfigException
 
 from bertlab.training.checks import environment
-from bertlab.training.launch.hydra_errors import config_message
+from bertlab.training.launch.app import config_message
 from tests.bertlab_runs import pretraining, run_in_process
 
 
