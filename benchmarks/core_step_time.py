@@ -27,7 +27,7 @@ from bertlab import model as bertlab_model
 from bertlab.lit.masking import mask_tokens
 from bertlab.losses import IGNORE_INDEX
 from bertlab.model import BertLayer
-from bertlab.presets import model_preset
+from bertlab.training.run.model_group import model_preset
 
 BATCH, LENGTH, MASK_FRACTION = 32, 128, 0.15
 WARMUP_STEPS, TIMED_STEPS = 3, 10

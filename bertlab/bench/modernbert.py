@@ -21,7 +21,7 @@ from bertlab.bench.training import TransformersLoop
 from bertlab.checkpoint.modernbert import modernbert_config_values
 from bertlab.config import BertConfig
 from bertlab.flops import mlm_training_flops
-from bertlab.presets import model_preset
+from bertlab.training.run.model_group import model_preset
 
 SIZES = ("bert_tiny", "bert_mini")
 SHAPE_KEYS = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")

@@ -26,7 +26,7 @@ from bertlab.flops import mlm_training_flops
 from bertlab.lit.masking import predicted_per_batch
 from bertlab.lit.pretraining import PretrainingModule
 from bertlab.model import BertForMaskedLM
-from bertlab.presets import model_preset
+from bertlab.training.run.model_group import model_preset
 
 HF_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
              "pad_token_id", "hidden_dropout_prob", "attention_probs_dropout_prob")

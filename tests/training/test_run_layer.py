@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.lit.checkpoints import SAVED_BY
-from bertlab.presets import model_preset, preset_names
+from bertlab.training.run.model_group import model_preset, preset_names
 from bertlab.training.checks import combinations
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import overridden_keys
