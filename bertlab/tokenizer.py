@@ -19,9 +19,8 @@ from typing import Annotated
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from bertlab.argument_checks import check_rules, checks_arguments
+from bertlab.argument_checks import Count, Tokens, check_rules, checks_arguments
 from bertlab.errors import CheckpointError, ConfigError, DataError
-from bertlab.run_rules import Count, Tokens
 from bertlab.value_rules import Interval, base_types, field_annotations, is_of
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -8,7 +8,7 @@ An interval "[a, b]" includes its ends, "(a, b)" excludes them, "inf" is unbound
 unless `takes_text` (Lightning also reads words: devices=auto, a validation interval as a duration), whole
 numbers only where `whole`; `says` words it in messages ("positive" for "(0, inf)"). `Size`: a size a file may
 ask for. `Maps`: a mapping whose pairs convert to the taker's types (BertConfig's id2label, label2id and
-pruned_heads). The rules only a run's arguments declare are bertlab.run_rules', which an export does not carry.
+pruned_heads). The rules only a run's arguments declare are bertlab.argument_checks', which an export does not carry.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 
 class Rule:
-    """What an `Annotated` item that rules a value is (the classes below, bertlab.run_rules'): `violation` says what
+    """What an `Annotated` item that rules a value is (these classes, bertlab.argument_checks'): `violation` says what
     a value breaks of it ("must be …"), or None when it fits."""
 
     def violation(self, value: Any) -> str | None:

@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 
 import bertlab
-from bertlab.argument_checks import (argument_annotations, check_between, check_taken_together, checks_arguments,
-                                     format_value)
+from bertlab.argument_checks import (Entries, Items, Shares, SomeOf, Tokens, argument_annotations, check_between,
+                                     check_taken_together, checks_arguments, format_value)
 from bertlab.config import BertConfig
 from bertlab.data.augment import augment
 from bertlab.errors import ConfigError
 from bertlab.lit.pretraining import PretrainingModule
-from bertlab.run_rules import Entries, Items, Shares, SomeOf, Tokens
 from bertlab.value_rules import OneOf, base_types, rules
 
 

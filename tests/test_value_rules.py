@@ -8,7 +8,7 @@ from typing import Annotated
 
 import pytest
 
-from bertlab.run_rules import COUNT, Count, SomeOf
+from bertlab.argument_checks import COUNT, Count, SomeOf
 from bertlab.value_rules import Interval, OneOf, Size, field_problems, metadata, rules
 
 

@@ -32,11 +32,10 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, Items, Probability, Shares, checks_arguments
 from bertlab.data.sources import load_dataset_source, read_text_lines, require_columns
 from bertlab.errors import CheckpointError, DataError
 from bertlab.model import BertForMaskedLM
-from bertlab.run_rules import Count, Items, Probability, Shares
 from bertlab.tokenizer import SPECIAL_TOKENS, load_tokenizer, special_token_ids
 from bertlab.value_rules import Interval
 

@@ -23,7 +23,7 @@ import torch
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, Seed, SequenceLength, Workers, checks_arguments
 from bertlab.config import NUM_LABELS_LIMIT
 from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import column_values, tokenize_dataset
@@ -32,7 +32,6 @@ from bertlab.data.selection import split_selection
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.errors import ConfigError, DataError
-from bertlab.run_rules import Count, Seed, SequenceLength, Workers
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 from bertlab.value_rules import OPEN_PROBABILITY, Interval
 

@@ -32,12 +32,11 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, Seed, SequenceLength, Workers, checks_arguments
 from bertlab.data.batches import collate
 from bertlab.data.classification import SELECTION_SPLIT, ClassificationDataModule
 from bertlab.data.sources import SPLIT_NAMES, load_dataset_source, require_columns
 from bertlab.errors import DataError
-from bertlab.run_rules import Count, Seed, SequenceLength, Workers
 from bertlab.span_decoding import OUTSIDE_CONTEXT
 from bertlab.value_rules import OPEN_PROBABILITY
 

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 from torch.utils.data import DistributedSampler
 
-from bertlab.argument_checks import check_rules, checks_arguments
+from bertlab.argument_checks import Count, check_rules, checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.run_rules import Count
 from bertlab.value_rules import Interval
 
 

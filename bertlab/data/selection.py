@@ -26,9 +26,8 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, checks_arguments
 from bertlab.errors import ConfigError
-from bertlab.run_rules import Count
 from bertlab.value_rules import Interval
 
 REGRESSION_BINS = 10

@@ -20,13 +20,12 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
-from bertlab.argument_checks import check_rules, checks_arguments
+from bertlab.argument_checks import Count, SequenceLength, Workers, check_rules, checks_arguments
 from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import tokenize_dataset
 from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
-from bertlab.run_rules import Count, SequenceLength, Workers
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 from bertlab.value_rules import Interval
 

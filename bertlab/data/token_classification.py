@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, Seed, SequenceLength, Workers, checks_arguments
 from bertlab.data.batches import collate
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import truncate_without_padding
@@ -29,7 +29,6 @@ from bertlab.data.sources import require_columns
 from bertlab.errors import ConfigError, DataError
 from bertlab.losses import IGNORE_INDEX
 from bertlab.ner_metrics import OUTSIDE, check_iob_use, one_tag_scheme, tag_scheme
-from bertlab.run_rules import Count, Seed, SequenceLength, Workers
 from bertlab.value_rules import OPEN_PROBABILITY
 
 PIECE_LABELS = "piece_labels"  # the tokenized rows' column: a tag id per piece, -100 where nothing is scored

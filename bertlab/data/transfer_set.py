@@ -18,12 +18,11 @@ from typing import Annotated
 
 import pandas as pd
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import NON_NEGATIVE, Count, Probability, Seed, checks_arguments
 from bertlab.data import cache_entries
 from bertlab.data.augment import Example, augment, joined, read_unlabelled
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
-from bertlab.run_rules import NON_NEGATIVE, Count, Probability, Seed
 
 log = logging.getLogger("bertlab")
 CACHE_FORMAT = 1  # part of the cache key: raise it when the augmentation changes what it makes

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import NonNegative, Positive, Probability, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.classification import ClassificationDataModule, labelled_rows
 from bertlab.data.encoding import column_values
@@ -38,7 +38,6 @@ from bertlab.lit.fine_tuning import LayerwiseDecay
 from bertlab.lit.optim import configure_optimization, set_dropout
 from bertlab.lit.task_data import task_data
 from bertlab.model import BertForSequenceClassification
-from bertlab.run_rules import NonNegative, Positive, Probability
 from bertlab.teacher import folders as teacher_folders
 from bertlab.teacher.inference import autocast_dtype
 from bertlab.teacher.outputs import teacher_outputs, write_report

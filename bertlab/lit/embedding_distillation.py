@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torchmetrics import MeanMetric
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
 from bertlab.flops import encoder_forward_flops
@@ -31,7 +31,6 @@ from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, 
 from bertlab.lit.task_data import task_data
 from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.model import BertModel
-from bertlab.run_rules import Count
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype
 from bertlab.value_rules import Dropout, OneOf

@@ -23,14 +23,13 @@ from typing import Annotated, Any
 import torch
 from torch import nn
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, NonNegative, SomeOf, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.lit.masking import masking_generator
 from bertlab.lit.optim import configure_optimization
 from bertlab.lit.pretraining import TRAIN_STREAM, PretrainingModule, checked_model_config
 from bertlab.lit.relations import RELATIONS, check_relation_heads, masked_mse, relation_kl, relation_scores
-from bertlab.run_rules import Count, NonNegative, SomeOf
 from bertlab.teacher.layer_states import LayerTeacher, read_attention_input
 from bertlab.tokenizer import load_tokenizer
 

@@ -16,10 +16,9 @@ from lightning.pytorch.utilities import GradClipAlgorithmType
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import NON_NEGATIVE, Probability, checks_arguments
 from bertlab.errors import ConfigError
 from bertlab.model import BertSelfAttention
-from bertlab.run_rules import NON_NEGATIVE, Probability
 from bertlab.value_rules import Interval, OneOf
 
 SCHEDULES = ("linear", "cosine", "constant")

@@ -22,7 +22,7 @@ from torch import nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from bertlab.argument_checks import check_rules, checks_arguments
+from bertlab.argument_checks import Count, Probability, Shares, check_rules, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
 from bertlab.flops import mlm_forward_flops
@@ -34,7 +34,6 @@ from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.losses import IGNORE_INDEX, predicted_positions, predicted_states, sampled_softmax_loss
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import BertForMaskedLM, BertForPreTraining
-from bertlab.run_rules import Count, Probability, Shares
 from bertlab.value_rules import Dropout, Interval, OneOf
 
 TRAIN_STREAM, VALIDATION_STREAM = 0, 1

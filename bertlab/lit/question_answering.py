@@ -7,12 +7,11 @@ from typing import Annotated, Any
 
 import torch
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, checks_arguments
 from bertlab.data.question_answering import OFFSETS, TARGETS, Question
 from bertlab.lit.fine_tuning import FineTuningModule, per_piece_forward_flops
 from bertlab.lit.token_classification import gathered
 from bertlab.model import BertForQuestionAnswering
-from bertlab.run_rules import Count
 from bertlab.span_decoding import Window, best_spans
 from bertlab.squad_metrics import squad_scores
 from bertlab.value_rules import Interval

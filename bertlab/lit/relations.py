@@ -16,8 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from bertlab.argument_checks import check_rules
-from bertlab.run_rules import Divides
+from bertlab.argument_checks import Divides, check_rules
 
 RELATIONS = {"query-query": ("query", "query"), "key-key": ("key", "key"), "value-value": ("value", "value"),
              "query-key": ("query", "key")}  # name → the two projections related

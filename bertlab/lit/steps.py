@@ -11,10 +11,9 @@ import lightning as L
 import numpy as np
 import torch
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Count, checks_arguments
 from bertlab.errors import BertlabError
 from bertlab.metrics import VALIDATION_PREFIXES
-from bertlab.run_rules import Count
 
 
 class SeedEveryStep(L.Callback):

@@ -14,9 +14,8 @@ from lightning.fabric.utilities.throughput import Throughput, get_available_flop
 from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities import rank_zero_only
 
-from bertlab.argument_checks import checks_arguments
+from bertlab.argument_checks import Positive, checks_arguments
 from bertlab.flops import TRAINING_PER_FORWARD, dense_bf16_peak_flops
-from bertlab.run_rules import Positive
 from bertlab.value_rules import Interval
 
 WindowSize = Annotated[int, Interval("[2, inf)")]  # a rate is the difference of the window's first and last readings

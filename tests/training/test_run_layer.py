@@ -15,14 +15,13 @@ from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
 from bertlab.lit.checkpoints import SAVED_BY
-from bertlab.training.run.model_group import model_preset, preset_names
 from bertlab.training.checks import combinations
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import overridden_keys
 from bertlab.training.launch.app import flags_first
 from bertlab.training.launch.config_tree import register_configs
 from bertlab.training.run import model_group, run_folder
-from bertlab.training.run.model_group import model_config
+from bertlab.training.run.model_group import model_config, model_preset, preset_names
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ The folder holds transformers' custom-code convention: `config.json` with `model
 PreTrainedModel classes around bertlab's own, AutoConfig's class included), and bertlab's modules
 themselves: bertlab.model and what it imports (its config, the value rules the config's fields declare, the errors
 they raise; no checkpoint-format code, nor the training step's masked-LM loss: the adapter computes a loss from the
-logits; nor the rules only a run's arguments declare, bertlab.run_rules), copied from the installed package at
+logits; nor the rules only a run's arguments declare, bertlab.argument_checks), copied from the installed package at
 export time with `from bertlab.x import` rewritten to `from .bertlab_x import` (transformers copies and imports a
 folder's modules through relative imports only). So the code that runs in transformers is, line for line, the code
 that trained the model: no second copy of it lives in this repository, and an export always matches the bertlab

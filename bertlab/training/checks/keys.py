@@ -37,12 +37,12 @@ from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from bertlab.argument_checks import argument_annotations, check_rules, check_taken_together, format_value
+from bertlab.argument_checks import (COUNT, NON_NEGATIVE, POSITIVE, argument_annotations, check_rules,
+                                     check_taken_together, format_value)
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.training.launch.schema import SCHEMAS, ModelSchema, TokenizerSchema
 from bertlab.training.run import precision
-from bertlab.run_rules import COUNT, NON_NEGATIVE, POSITIVE
 from bertlab.value_rules import Interval, OneOf, Rule, metadata, rules
 
 NOT_JUDGED = object()  # no annotation the checks can judge

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Dict, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from bertlab.argument_checks import Positive, Seed
 from bertlab.config import VOCAB_SIZE_LIMIT, BertConfig
-from bertlab.run_rules import Positive, Seed
 from bertlab.tokenizer import WordPieceOptions
 from bertlab.value_rules import Interval, OneOf
 

@@ -13,9 +13,8 @@ from hydra.utils import get_object
 from lightning.pytorch import Trainer
 from omegaconf import OmegaConf
 
-from bertlab.argument_checks import check_rules
+from bertlab.argument_checks import POSITIVE, check_rules
 from bertlab.errors import ConfigError
-from bertlab.run_rules import POSITIVE
 from bertlab.training.checks import combinations
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import (LIBRARY_ARGUMENTS, NOT_JUDGED, ConfigKeys, argument_declaration, check_type,
