@@ -13,10 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from bertlab.checkpoint.dispatch import WEIGHTS_NAME, read_config
-from bertlab.data.batches import collate
+from bertlab.data.batches import collate, length_sorted_order
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import column_values, encode_texts
-from bertlab.data.sampling import length_sorted_order
 from bertlab.errors import CheckpointError
 from bertlab.lit.classification import validation_metrics
 from bertlab.model import BertForSequenceClassification

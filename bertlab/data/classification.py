@@ -25,9 +25,8 @@ from torch.utils.data import DataLoader
 
 from bertlab.argument_checks import Count, Seed, SequenceLength, Workers, checks_arguments
 from bertlab.config import NUM_LABELS_LIMIT
-from bertlab.data.batches import collate, length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.batches import ResumableTrainingOrder, collate, length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import column_values, tokenize_dataset
-from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.selection import split_selection
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.data.transfer_set import TransferSettings, transfer_examples

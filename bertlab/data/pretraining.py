@@ -19,9 +19,8 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from bertlab.argument_checks import Count, Entries, Probability, SequenceLength, Workers, checks_arguments
-from bertlab.data.batches import PretrainingCollator
+from bertlab.data.batches import LengthGroupedSampler, PretrainingCollator, ResumableTrainingOrder
 from bertlab.data.preprocessing import hold_out_validation, packed_sequences, read_documents, trained_tokenizer
-from bertlab.data.sampling import LengthGroupedSampler, ResumableTrainingOrder
 from bertlab.data.sources import cache_folder, load_dataset_source
 from bertlab.errors import DataError
 from bertlab.metrics import TEXT_VALIDATION, VALIDATION

@@ -21,9 +21,8 @@ from tokenizers import Tokenizer
 from torch.utils.data import DataLoader
 
 from bertlab.argument_checks import Count, SequenceLength, Workers, check_rules, checks_arguments
-from bertlab.data.batches import length_grouped_dataloader, length_sorted_dataloader
+from bertlab.data.batches import ResumableTrainingOrder, length_grouped_dataloader, length_sorted_dataloader
 from bertlab.data.encoding import tokenize_dataset
-from bertlab.data.sampling import ResumableTrainingOrder
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError
 from bertlab.tokenizer import load_tokenizer, special_token_ids
@@ -60,7 +59,7 @@ class SentenceDataModule(ResumableTrainingOrder, L.LightningDataModule):
     dataset whose `extra_split` adds every text of its `extra_text_column`. The texts are shuffled by `seed`, the
     first `validation_size` held out for validation. `tokenizer`: the student's (a checkpoint folder or
     a tokenizer file). Training batches group rows of similar length, in a seeded order per epoch,
-    resumable mid-epoch (bertlab.data.sampling)."""
+    resumable mid-epoch (bertlab.data.batches)."""
 
     def __init__(self, source: str, tokenizer: str | Tokenizer, *, extra_source: str | None = None,
                  extra_text_column: str = "sentence", extra_split: str = "train", min_words: Count = 6,

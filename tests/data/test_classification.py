@@ -1,5 +1,5 @@
 """Sequence classification data (bertlab.data.classification): tokenization, padding, labels, errors, length-sorted
-evaluation and resumable training order (the sampler itself: tests/data/test_sampling.py)."""
+evaluation and resumable training order (the sampler itself: tests/data/test_batches.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import encode_texts
-from bertlab.data.sampling import length_sorted_order, padding_efficiency
+from bertlab.data.batches import length_sorted_order, padding_efficiency
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 

@@ -8,7 +8,7 @@ made the run folder.
 
 Exact resume: a run restarted from a checkpoint ends with the same weights and metrics.csv as one
 never interrupted. Lightning restores the model, optimizer, scheduler and loop counters; the
-datamodules restore their position in the epoch (bertlab.data.sampling.ResumableTrainingOrder);
+datamodules restore their position in the epoch (bertlab.data.batches.ResumableTrainingOrder);
 masking is a function of (seed, step); `SeedEveryStep` makes every other random draw one too;
 `restore_metrics` puts back the metrics rows written before the checkpoint; `AtomicCheckpointIO`
 means that a checkpoint on disk is always whole.
