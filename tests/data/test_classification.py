@@ -12,9 +12,9 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from bertlab.data.batches import length_sorted_order, padding_efficiency
 from bertlab.data.classification import ClassificationDataModule
 from bertlab.data.encoding import encode_texts
-from bertlab.data.batches import length_sorted_order, padding_efficiency
 from bertlab.errors import ConfigError, DataError
 from bertlab.tokenizer import load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
 
