@@ -48,7 +48,7 @@ def init_from_overrides(model_group: DictConfig, overridden: Collection[str] | N
     """What the `model` group changes in a checkpoint loaded with `init_from`: the run-time switches, and the
     dropout probabilities and classifier input the command line set (`overridden`: the keys it set, by default
     those of Hydra's running job). Its architecture keys come from the checkpoint (overriding one is refused
-    by bertlab.training.checks.combinations)."""
+    by bertlab.training.checks.before_run)."""
     if overridden is None:
         overridden = overridden_keys(HydraConfig.get().overrides.task)
     chosen = [*RUNTIME_SWITCHES,

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from bertlab.argument_checks import POSITIVE, check_rules
 from bertlab.errors import ConfigError
-from bertlab.training.checks import combinations
+from bertlab.training.checks import before_run
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import (LIBRARY_ARGUMENTS, NOT_JUDGED, ConfigKeys, argument_declaration, check_type,
                                           declarations, overridden_keys)
@@ -146,9 +146,9 @@ def test_a_key_nothing_reads_is_reported_before_a_value_that_breaks_its_rule(con
 def test_a_compile_mode_needs_compile(config_module):
     config = compose("train", overrides=["task.compile_mode=reduce-overhead"], return_hydra_config=True)
     with pytest.raises(ConfigError, match="^task.compile_mode=reduce-overhead needs task.compile=true$"):
-        check_combinations(config, combinations.RULES)
+        check_combinations(config, before_run.RULES)
     check_combinations(compose("train", overrides=["task.compile=true", "task.compile_mode=default"]),
-                       combinations.RULES)
+                       before_run.RULES)
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
