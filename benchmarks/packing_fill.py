@@ -16,8 +16,7 @@ import itertools
 import datasets
 from tokenizers import Tokenizer
 
-from bertlab.data.documents import group_documents
-from bertlab.data.packing import SequencePacker, tokenize_batch
+from bertlab.data.packing import SequencePacker, group_documents, tokenize_batch
 
 DOCUMENTS_A_STREAM = 256
 

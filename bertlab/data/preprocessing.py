@@ -22,11 +22,9 @@ from tokenizers import Tokenizer
 
 from bertlab import tokenizer as tokenizer_module
 from bertlab.data import cache_entries
-from bertlab.data import documents as documents_module
 from bertlab.data import packing as packing_module
 from bertlab.data import sources as sources_module
-from bertlab.data.documents import MAX_DOCUMENT_CHARS, DocumentSentences, group_documents
-from bertlab.data.packing import SequencePacker, tokenize_batch
+from bertlab.data.packing import MAX_DOCUMENT_CHARS, DocumentSentences, SequencePacker, group_documents, tokenize_batch
 from bertlab.data.sources import require_columns, written_once
 from bertlab.errors import DataError
 from bertlab.tokenizer import WordPieceOptions, load_tokenizer, save_tokenizer, special_token_ids, train_tokenizer
@@ -42,7 +40,7 @@ PACKING_BATCH_SIZE = 256
 # Cached tokenizers and datasets are keyed by the source of every module of the pipeline: a change
 # to any of them rebuilds the cache.
 _PIPELINE_SOURCE_HASH = Hasher.hash([Path(path).read_bytes() for path in (
-    __file__, documents_module.__file__, packing_module.__file__, sources_module.__file__, tokenizer_module.__file__)])
+    __file__, packing_module.__file__, sources_module.__file__, tokenizer_module.__file__)])
 
 
 def step_fingerprint(dataset: datasets.Dataset, step: str, settings: object) -> str:
@@ -51,7 +49,7 @@ def step_fingerprint(dataset: datasets.Dataset, step: str, settings: object) -> 
 
 def read_documents(lines: datasets.Dataset, text_column: str, wrapped_lines: bool, cache_dir: Path, *,
                    max_lines: int | None, split: str, source: str) -> datasets.Dataset:
-    """The documents of the first `max_lines` lines of `text_column` (bertlab.data.documents), one row of
+    """The documents of the first `max_lines` lines of `text_column` (bertlab.data.packing), one row of
     sentences each; `split` and `source` name the lines in error messages."""
     require_columns(lines, [text_column], source)
     if max_lines is not None:

@@ -1,8 +1,7 @@
 """Pretraining data: text lines -> documents -> token ids -> `[CLS] A [SEP] B [SEP]` sequences -> batches.
 
-`PretrainingDataModule.setup` runs the cached steps of bertlab.data.preprocessing (documents by
-bertlab.data.documents, sequences by bertlab.data.packing); its batches are padded by
-bertlab.data.batches.PretrainingCollator.
+`PretrainingDataModule.setup` runs the cached steps of bertlab.data.preprocessing (documents and sequences by
+bertlab.data.packing); its batches are padded by bertlab.data.batches.PretrainingCollator.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ class PretrainingDataModule(ResumableTrainingOrder, L.LightningDataModule):
     """Masked-language-model (and optionally next-sentence) pretraining batches from a text corpus.
 
     `source` is anything `load_dataset_source` reads; its `text_column` is a stream of lines (see
-    `bertlab.data.documents.group_documents`, `wrapped_lines`). `validation_source` replaces the corpus's
+    `bertlab.data.packing.group_documents`, `wrapped_lines`). `validation_source` replaces the corpus's
     validation text: a file, or a source whose validation split is read. Without `tokenizer_path` a
     WordPiece vocabulary of `vocab_size` is trained on the training split, with the options `lowercase`
     to `max_input_chars_per_word` (`bertlab.tokenizer.WordPieceOptions`). Without a validation split,

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bertlab.data import pretraining
-from bertlab.data.documents import group_documents
+from bertlab.data.packing import group_documents
 from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.errors import DataError
 from bertlab.tokenizer import save_tokenizer, special_token_ids
