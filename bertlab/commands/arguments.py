@@ -12,7 +12,7 @@ from typing import NoReturn
 from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME
 from bertlab.checkpoint.fitting import ALLOW_FLAG
 from bertlab.errors import UsageError
-from bertlab.training.checks.run_folder_checks import check_holds_nothing, check_output_folder
+from bertlab.training.checks.environment import check_holds_nothing, check_output_folder
 from bertlab.training.run.run_folder import HF_MODEL
 
 

@@ -1,7 +1,7 @@
 """How Lightning checkpoints are written: atomically (AtomicCheckpointIO), and into the run folder at every
 validation and when training ends (RunCheckpoint). Each checkpoint of a bertlab LightningModule records which
 module saved it (RecordsTask): `resume=` refuses a checkpoint of another task by reading it
-(bertlab.training.checks.run_folder_checks)."""
+(bertlab.training.checks.environment)."""
 
 from __future__ import annotations
 

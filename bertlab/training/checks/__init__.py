@@ -2,6 +2,5 @@
 order (bertlab.training.launch.app.launch calls it), the rules between keys beside it; `keys`, one walk over
 the keys: every key is one bertlab reads and every value fits what its taker declares (bertlab.value_rules),
 with `LIBRARY_ARGUMENTS` for the classes of other libraries; `environment`, what the machine, the installed
-extras and plugins, and the checkpoints must offer. The checks of the model group live with it
-(bertlab.training.run.model_group), those of the run folder and of resuming beside it
-(bertlab.training.checks.run_folder_checks)."""
+extras and plugins, the checkpoints and the run folder must offer (a checkpoint to resume too). The checks of
+the model group live with it (bertlab.training.run.model_group)."""

@@ -19,8 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from bertlab.argument_checks import check_between
 from bertlab.recipe_files import check_requirements, folder_keys
 from bertlab.training.checks import environment
+from bertlab.training.checks.environment import check_output_folder, check_resume, check_run_folder
 from bertlab.training.checks.keys import ConfigKeys, check_tokenizer_options, overridden_keys, taker_of
-from bertlab.training.checks.run_folder_checks import check_output_folder, check_resume, check_run_folder
 from bertlab.training.run.model_group import ARCHITECTURE_KEYS, check_loaded_model, check_model
 from bertlab.training.run.run_folder import is_rank_zero
 

@@ -35,8 +35,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from bertlab.argument_checks import format_value
 from bertlab.errors import BertlabError, ConfigError, UsageError
 from bertlab.training.checks.before_run import check
-from bertlab.training.checks.environment import missing_plugin_message
-from bertlab.training.checks.run_folder_checks import check_output_folder
+from bertlab.training.checks.environment import check_output_folder, missing_plugin_message
 from bertlab.training.launch.config_tree import CONFIG_MODULE, register_configs
 from bertlab.training.run.run_folder import is_rank_zero
 
