@@ -26,8 +26,8 @@ from bertlab.argument_checks import Count, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
 from bertlab.flops import encoder_forward_flops
-from bertlab.lit.checkpoints import RecordsTask
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, set_dropout
+from bertlab.lit.run_artifacts import RecordsTask
 from bertlab.lit.task_data import task_data
 from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.model import BertModel

@@ -15,8 +15,8 @@ from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
 from bertlab.flops import encoder_forward_flops
-from bertlab.lit.checkpoints import RecordsTask
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
+from bertlab.lit.run_artifacts import RecordsTask
 from bertlab.lit.throughput import ModelFlopsPerBatch
 from bertlab.model import BertForSequenceClassification
 from bertlab.value_rules import Interval

@@ -1,5 +1,5 @@
 """Seeded runs repeat bit for bit; a run killed with SIGKILL and resumed ends with the weights and
-metrics.csv of a run never interrupted; checkpoints are pruned (written atomically: tests/lit/test_checkpoints.py).
+metrics.csv of a run never interrupted; checkpoints are pruned (written atomically: tests/lit/test_run_artifacts.py).
 BERTLAB_KILL_MOMENTS=10 adds ten kill moments each of `train` and `fine-tune` in trainer.precision=fastest
 (about 20 s a moment on 2 cores, so not in the suite by default)."""
 

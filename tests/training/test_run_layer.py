@@ -14,7 +14,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from bertlab.errors import CheckpointError, ConfigError, UsageError
-from bertlab.lit.checkpoints import SAVED_BY
+from bertlab.lit.run_artifacts import SAVED_BY
 from bertlab.training.checks import before_run
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import overridden_keys

@@ -23,7 +23,7 @@ from lightning.pytorch.loggers import CSVLogger
 
 from bertlab.errors import CheckpointError
 from bertlab.files import write_atomically
-from bertlab.lit.checkpoints import SAVED_BY, RunCheckpoint
+from bertlab.lit.run_artifacts import SAVED_BY, RunCheckpoint
 from bertlab.metrics import METRICS_CSV
 
 log = logging.getLogger("bertlab")
@@ -120,7 +120,7 @@ def checkpoint_hyperparameters(path: Path) -> dict:
 
 
 def checkpoint_task(path: Path) -> str:
-    """The LightningModule that saved the checkpoint (bertlab.lit.checkpoints.RecordsTask), read without the
+    """The LightningModule that saved the checkpoint (bertlab.lit.run_artifacts.RecordsTask), read without the
     weights; for a checkpoint saved before modules recorded it, told by the names of its hyperparameters."""
     checkpoint = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     if SAVED_BY in checkpoint:
