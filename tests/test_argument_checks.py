@@ -29,7 +29,7 @@ def ruled_arguments() -> list[tuple[Any, str, tuple]]:
     folder carries (bertlab.checkpoint.remote_code, imported from that folder)."""
     found = []
     for module_info in pkgutil.walk_packages(bertlab.__path__, "bertlab."):
-        if module_info.name.endswith("__main__") or module_info.name.startswith(("bertlab.training.launch.schema",
+        if module_info.name.endswith("__main__") or module_info.name.startswith(("bertlab.training.launch.config_tree",
                                                                                   "bertlab.checkpoint.remote_code")):
             continue
         module = importlib.import_module(module_info.name)

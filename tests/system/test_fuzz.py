@@ -22,7 +22,7 @@ from bertlab.tokenizer import load_tokenizer
 from bertlab.training.checks.before_run import check
 from bertlab.training.checks.keys import declarations
 from bertlab.training.launch.app import user_error
-from bertlab.training.launch.schema import SCHEMAS
+from bertlab.training.launch.config_tree import SCHEMAS
 from tests.training.shipped_configs import composed_trees
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,5 +1,5 @@
 """`check`: everything about a composed config that can be known before a run starts, in the order it is
-checked. Hydra's schema checks (bertlab.training.launch.schema) have already run during composition.
+checked. Hydra's schema checks (bertlab.training.launch.config_tree) have already run during composition.
 
 Below it, the rules between the keys of the groups: each value may be fine on its own and still not go with
 another. Each rule takes the groups and top-level values it reads as its parameters, named after them

@@ -41,7 +41,7 @@ from bertlab.argument_checks import (COUNT, NON_NEGATIVE, POSITIVE, argument_ann
                                      check_taken_together, format_value)
 from bertlab.errors import ConfigError
 from bertlab.tokenizer import WordPieceOptions
-from bertlab.training.launch.schema import SCHEMAS, ModelSchema, TokenizerSchema
+from bertlab.training.launch.config_tree import SCHEMAS, ModelSchema, TokenizerSchema
 from bertlab.training.run import precision
 from bertlab.value_rules import Interval, OneOf, Rule, metadata, rules
 

@@ -19,7 +19,7 @@ from bertlab.training.checks import before_run
 from bertlab.training.checks.before_run import check_combinations
 from bertlab.training.checks.keys import (LIBRARY_ARGUMENTS, NOT_JUDGED, ConfigKeys, argument_declaration, check_type,
                                           declarations, overridden_keys)
-from bertlab.training.launch.schema import SCHEMAS
+from bertlab.training.launch.config_tree import SCHEMAS
 from bertlab.value_rules import OneOf
 from tests.training.shipped_configs import composed_trees
 

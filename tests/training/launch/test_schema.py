@@ -1,4 +1,4 @@
-"""The tokenizer group's keys (conf/tokenizer/wordpiece.yaml, typed by bertlab.training.launch.schema) reach the data
+"""The tokenizer group's keys (conf/tokenizer/wordpiece.yaml, typed by bertlab.training.launch.config_tree) reach the data
 module that trains the vocabulary, and a bad value is refused in one line before a run folder exists."""
 
 from __future__ import annotations
