@@ -36,8 +36,8 @@ from bertlab.bench.machine import quiet_libraries
 from bertlab.bench.pretraining import (MlmSetup, bertlab_batch, bertlab_module, bertlab_predicted_positions,
                                        mlm_config, mlm_examples, transformers_loop, transformers_measurement)
 from bertlab.bench.training import PRECISIONS, fit_steps
-from bertlab.flops import dense_bf16_peak_flops, mlm_training_flops
 from bertlab.lit.pretraining import PretrainingModule
+from bertlab.lit.throughput import dense_bf16_peak_flops, mlm_training_flops
 from bertlab.tokenizer import load_tokenizer, special_token_ids
 
 BASELINE = "transformers"

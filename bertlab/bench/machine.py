@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from bertlab.errors import BertlabError
-from bertlab.flops import dense_bf16_peak_flops
+from bertlab.lit.throughput import dense_bf16_peak_flops
 
 
 def require_dev_extra(module: str):

@@ -20,7 +20,7 @@ from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop
 from bertlab.checkpoint.modernbert import modernbert_config_values
 from bertlab.config import BertConfig
-from bertlab.flops import mlm_training_flops
+from bertlab.lit.throughput import mlm_training_flops
 from bertlab.training.run.model_group import model_preset
 
 SIZES = ("bert_tiny", "bert_mini")

@@ -22,9 +22,9 @@ from bertlab.bench.clock import Measurement, interleave
 from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop, bertlab_optimizer, fit_steps
 from bertlab.config import BertConfig
-from bertlab.flops import mlm_training_flops
 from bertlab.lit.masking import predicted_per_batch
 from bertlab.lit.pretraining import PretrainingModule
+from bertlab.lit.throughput import mlm_training_flops
 from bertlab.model import BertForMaskedLM
 from bertlab.training.run.model_group import model_preset
 

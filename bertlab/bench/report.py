@@ -98,8 +98,8 @@ def markdown(results: list[Result], peaks: dict[str, float], machine: dict[str, 
                            *([_percent(r.mfu_datasheet)] if datasheet else [])] for r in pretraining]),
                   "The headline is × transformers (same precision): both systems fp32, or both under the same "
                   "bf16 autocast. × transformers fp32 compares with what run_mlm.py runs by default. "
-                  "% of matmul peak: model FLOPs (bertlab.flops: 3 × the forward's matmuls, sparse MLM head for "
-                  "bertlab) per second over the measured peak of the row's precision."
+                  "% of matmul peak: model FLOPs (bertlab.lit.throughput: 3 × the forward's matmuls, sparse MLM "
+                  "head for bertlab) per second over the measured peak of the row's precision."
                   + "".join(f" MFU: the same FLOPs per second over the datasheet's dense {p} peak, "
                             f"{peak / 1e12:,.0f} TFLOP/s." for p, peak in datasheet.items())]
     modernbert = [r for r in results if r.section == "modernbert"]

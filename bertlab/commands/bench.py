@@ -4,7 +4,7 @@ Face transformers on this machine, in one process, the two systems measured in t
 Sections: MLM pretraining steps (bert_tiny/mini/small, transformers' stock BertForMaskedLM as
 run_mlm.py trains it), the ModernBERT-shaped step (bert_tiny/mini sizes against ModernBertForMaskedLM), SST-2 fine-tuning (all-MiniLM-L6-v2; transformers with dynamic and with
 fixed padding) and CoNLL-2003 token classification (against BertForTokenClassification), inference (`predict` vs a text-classification pipeline), and the fraction of the
-measured matmul peak the pretraining steps reach (and, on a GPU bertlab.flops lists, MFU against its
+measured matmul peak the pretraining steps reach (and, on a GPU bertlab.lit.throughput lists, MFU against its
 datasheet peak). On a GPU: --device cuda --precisions bf16 --compile --sizes bert_base,bert_large.
 Needs the dev extra: pip install -e ".[dev]".
 """
@@ -60,7 +60,7 @@ def parse_args(argv: list[str], prog: str) -> argparse.Namespace:
                         help="bertlab's arms compiled, with static masking, as mlm_base_gpu trains")
     parser.add_argument("--peak-tflops", type=float,
                         help="the device's datasheet dense bf16 peak in TFLOP/s, for MFU (default: "
-                             "bertlab.flops.DENSE_BF16_PEAK_FLOPS for the CUDA devices it lists)")
+                             "bertlab.lit.throughput.DENSE_BF16_PEAK_FLOPS for the CUDA devices it lists)")
     parser.add_argument("--keep-freed-memory", action="store_true",
                         help="run both systems with the allocator setting of bertlab's other commands "
                              "(bertlab.allocator); by default both use the system's malloc, as run_mlm.py does")

@@ -12,8 +12,8 @@ from torchmetrics.classification import (BinaryF1Score, MulticlassAccuracy, Mult
 
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.flops import classification_forward_flops
 from bertlab.lit.fine_tuning import FineTuningModule
+from bertlab.lit.throughput import classification_forward_flops
 from bertlab.model import BertForSequenceClassification
 
 

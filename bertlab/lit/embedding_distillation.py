@@ -25,11 +25,10 @@ from torchmetrics import MeanMetric
 from bertlab.argument_checks import Count, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.data.sentences import SentenceDataModule
-from bertlab.flops import encoder_forward_flops
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, set_dropout
 from bertlab.lit.run_artifacts import RecordsTask
 from bertlab.lit.task_data import task_data
-from bertlab.lit.throughput import ModelFlopsPerBatch
+from bertlab.lit.throughput import ModelFlopsPerBatch, encoder_forward_flops
 from bertlab.model import BertModel
 from bertlab.teacher import embeddings as embedding_teacher
 from bertlab.teacher.inference import autocast_dtype

@@ -14,10 +14,9 @@ import torch
 from bertlab.argument_checks import checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError
-from bertlab.flops import encoder_forward_flops
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization
 from bertlab.lit.run_artifacts import RecordsTask
-from bertlab.lit.throughput import ModelFlopsPerBatch
+from bertlab.lit.throughput import ModelFlopsPerBatch, encoder_forward_flops
 from bertlab.model import BertForSequenceClassification
 from bertlab.value_rules import Interval
 

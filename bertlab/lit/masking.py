@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from bertlab.flops import expected_masked_positions
+from bertlab.lit.throughput import expected_masked_positions
 from bertlab.losses import IGNORE_INDEX
 
 

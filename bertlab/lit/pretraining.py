@@ -25,12 +25,11 @@ from torchmetrics.classification import MulticlassAccuracy
 from bertlab.argument_checks import Count, Probability, Shares, check_rules, checks_arguments
 from bertlab.config import BertConfig
 from bertlab.errors import ConfigError, DataError
-from bertlab.flops import mlm_forward_flops
 from bertlab.lit.masking import (FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator,
                                  predicted_per_batch, predictions_per_row)
 from bertlab.lit.optim import ClipsWithFusedOptimizers, configure_optimization, set_dropout
 from bertlab.lit.run_artifacts import RecordsTask
-from bertlab.lit.throughput import ModelFlopsPerBatch
+from bertlab.lit.throughput import ModelFlopsPerBatch, mlm_forward_flops
 from bertlab.losses import IGNORE_INDEX, predicted_positions, predicted_states, sampled_softmax_loss
 from bertlab.metrics import TEXT_MEASURE, TEXT_VALIDATION, VALIDATION, VALIDATION_SETS
 from bertlab.model import BertForMaskedLM, BertForPreTraining

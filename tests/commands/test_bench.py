@@ -1,5 +1,5 @@
 """`python -m bertlab bench`: a tiny run of every section and its report (the machinery: tests/bench/, its
-FLOP counts: tests/test_flops.py)."""
+FLOP counts: tests/lit/test_throughput.py)."""
 
 from __future__ import annotations
 

@@ -11,11 +11,11 @@ import torch
 
 from lightning.pytorch import Callback
 
-from bertlab.flops import mlm_forward_flops
 from bertlab.lit.run_artifacts import MetricsArtifacts
 from bertlab.lit.masking import FIXED_MASK_PROBABILITY, fixed_mask, mask_tokens, masking_generator, predictions_per_row
 from bertlab.errors import ConfigError, DataError
 from bertlab.lit.pretraining import PretrainingModule
+from bertlab.lit.throughput import mlm_forward_flops
 from bertlab.model import BertForMaskedLM
 from tests.lit.helpers import (VOCAB, fit_straight_and_resumed, loader, model_weights, pretraining_batch,
                                pretraining_module, small_config, trainer)
