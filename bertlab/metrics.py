@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bertlab.files import write_atomically
+from bertlab.atomic_files import write_atomically
 
 
 METRICS_CSV = "metrics.csv"

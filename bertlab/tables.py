@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bertlab.files import write_atomically
+from bertlab.atomic_files import write_atomically
 
 
 

@@ -21,10 +21,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
+from bertlab.atomic_files import write_atomically
 from bertlab.checkpoint.fitting import LoadReport, fit_state
 from bertlab.config import BertConfig
 from bertlab.errors import CheckpointError, ConfigError
-from bertlab.files import write_atomically
 from bertlab.tokenizer import save_tokenizer
 
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"

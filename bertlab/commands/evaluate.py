@@ -11,12 +11,12 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from bertlab.atomic_files import write_atomically
 from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
                                        add_overwrite, check_output, checkpoint_folder, labelled_data_options,
                                        output_file, positive_int)
 from bertlab.errors import UsageError
-from bertlab.files import write_atomically
 from bertlab.inference import load_classifier, load_labelled_split, split_metrics
 from bertlab.ner_metrics import SCORINGS, TYPE_COLUMNS
 from bertlab.qa_inference import is_span_head, load_span_head, split_squad_scores

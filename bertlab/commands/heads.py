@@ -13,13 +13,13 @@ import json
 import time
 from pathlib import Path
 
+from bertlab.atomic_files import write_atomically
 from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_labelled_data_options,
                                        add_overwrite, check_output, checkpoint_folder, labelled_data_options,
                                        positive_int)
 from bertlab.errors import UsageError
-from bertlab.files import write_atomically
 from bertlab.inference import LabelledSplit, classifier_logits, load_classifier, load_labelled_split, split_metrics
 from bertlab.interpret.head_importance import (head_importance, heads_to_prune, least_important_first,
                                                most_pruned_within, plot_heads, pruning_curve)

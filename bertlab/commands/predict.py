@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bertlab.atomic_files import write_atomically
 from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
                                        checkpoint_folder, output_file, positive_int)
 from bertlab.data.sources import load_dataset_source, require_columns
 from bertlab.errors import DataError, UsageError
-from bertlab.files import write_atomically
 from bertlab.inference import load_classifier, predict
 from bertlab.qa_inference import answer, is_span_head, load_span_head
 from bertlab.token_inference import is_token_classifier, load_token_classifier, sentence_entities

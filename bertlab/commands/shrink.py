@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bertlab.atomic_files import write_atomically
 from bertlab.checkpoint.dispatch import export_pretrained, read_config
 from bertlab.checkpoint.fitting import ALLOW_FLAG, check_weights_fit, is_encoder_tensor
 from bertlab.commands.arguments import (ArgumentParser, add_allow_reinitialised, add_overwrite, check_output,
                                        checkpoint_folder, positive_int)
 from bertlab.errors import CheckpointError, ConfigError, UsageError
-from bertlab.files import write_atomically
 from bertlab.model import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification, BertModel
 from bertlab.tokenizer import load_tokenizer
 from bertlab.weight_selection import choose, select_weights, smaller_config

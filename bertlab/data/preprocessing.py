@@ -21,7 +21,7 @@ from datasets.fingerprint import Hasher
 from tokenizers import Tokenizer
 
 from bertlab import tokenizer as tokenizer_module
-from bertlab.data import cache_entries
+from bertlab import atomic_files
 from bertlab.data import packing as packing_module
 from bertlab.data import sources as sources_module
 from bertlab.data.packing import MAX_DOCUMENT_CHARS, DocumentSentences, SequencePacker, group_documents, tokenize_batch
@@ -80,7 +80,7 @@ def hold_out_validation(documents: datasets.Dataset, seed: int, cache_dir: Path,
         )
     fingerprint = Hasher.hash([documents._fingerprint, "hold-out", num_held_out, seed])
     entries = [cache_dir / f"holdout-{split}-{fingerprint}.arrow" for split in ("train", "validation")]
-    committed = all([cache_entries.is_committed(entry) for entry in entries])
+    committed = all([atomic_files.is_committed(entry) for entry in entries])
     splits = documents.train_test_split(
         test_size=num_held_out,
         seed=seed,
@@ -92,7 +92,7 @@ def hold_out_validation(documents: datasets.Dataset, seed: int, cache_dir: Path,
     )
     if not committed:
         for entry in entries:
-            cache_entries.commit(entry)
+            atomic_files.commit(entry)
     logger.info(
         "%s has no validation split: holding out %d of %d documents", source, num_held_out, len(documents)
     )
@@ -106,11 +106,11 @@ def trained_tokenizer(documents: datasets.Dataset, vocab_size: int, options: Wor
         [documents._fingerprint, vocab_size, dataclasses.astuple(options), _PIPELINE_SOURCE_HASH]
     )
     directory = cache_dir / f"tokenizer-{fingerprint}"
-    if cache_entries.is_committed(directory):
+    if atomic_files.is_committed(directory):
         return load_tokenizer(directory)
     tokenizer = train_tokenizer(DocumentSentences(documents), vocab_size, **dataclasses.asdict(options))
     save_tokenizer(tokenizer, directory)
-    cache_entries.commit(directory)
+    atomic_files.commit(directory)
     logger.info(
         "trained a %d-token WordPiece vocabulary on %s, saved to %s",
         tokenizer.get_vocab_size(), source, directory,
@@ -161,7 +161,7 @@ def cached_map(
     cached in cache_dir under a fingerprint of its inputs, as a committed cache entry."""
     fingerprint = step_fingerprint(dataset, step, settings)
     entry = cache_dir / f"{step}-{fingerprint}.arrow"
-    committed = cache_entries.is_committed(entry)
+    committed = atomic_files.is_committed(entry)
     mapped = dataset.map(
         function,
         batched=True,
@@ -173,5 +173,5 @@ def cached_map(
         **map_kwargs,
     )
     if not committed:
-        cache_entries.commit(entry, [file["filename"] for file in mapped.cache_files])
+        atomic_files.commit(entry, [file["filename"] for file in mapped.cache_files])
     return mapped

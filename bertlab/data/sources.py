@@ -14,9 +14,8 @@ import pyarrow.parquet as pq
 from datasets.arrow_writer import ArrowWriter
 from datasets.fingerprint import Hasher
 
-from bertlab.data import cache_entries
+from bertlab import atomic_files
 from bertlab.errors import DataError
-from bertlab.files import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -85,17 +84,17 @@ def require_columns(dataset: datasets.Dataset, columns: Iterable[str], source: s
 
 def written_once(path: Path, rows: Iterable[dict], features: datasets.Features, fingerprint: str) -> datasets.Dataset:
     """The dataset of `rows`, memory-mapped from the arrow file `path`, which is written first unless it
-    is a committed cache entry (bertlab.data.cache_entries). Rows stream to disk a writer batch at a time, so
+    is a committed cache entry (bertlab.atomic_files). Rows stream to disk a writer batch at a time, so
     memory does not grow with their number; the file is written atomically, then committed."""
-    if not cache_entries.is_committed(path):
+    if not atomic_files.is_committed(path):
         def write(temp: str) -> None:
             with ArrowWriter(features=features, path=temp) as writer:
                 for row in rows:
                     writer.write(row)
                 writer.finalize()
 
-        write_atomically(path, write)
-        cache_entries.commit(path)
+        atomic_files.write_atomically(path, write)
+        atomic_files.commit(path)
     dataset = datasets.Dataset.from_file(str(path))
     dataset._fingerprint = fingerprint  # what later steps' cache keys build on; not where the cache folder is
     return dataset

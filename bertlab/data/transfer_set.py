@@ -18,8 +18,8 @@ from typing import Annotated
 
 import pandas as pd
 
+from bertlab import atomic_files
 from bertlab.argument_checks import NON_NEGATIVE, Count, Probability, Seed, checks_arguments
-from bertlab.data import cache_entries
 from bertlab.data.augment import Example, augment, joined, read_unlabelled
 from bertlab.data.sources import cache_folder, content_hash
 from bertlab.errors import ConfigError
@@ -71,7 +71,7 @@ def transfer_examples(examples: Sequence[Example], settings: TransferSettings, t
             raise ConfigError(f"data.transfer.{key}={path}: no such file or folder")
     folder = cache_folder(cache_dir)
     cache_file = folder / f"transfer-{cache_key(examples, settings, text_columns)[:24]}.parquet"
-    if cache_entries.is_committed(cache_file):
+    if atomic_files.is_committed(cache_file):
         log.info("Transfer set loaded from %s", cache_file)
         return list(pd.read_parquet(cache_file).itertuples(index=False, name=None))
     unlabelled = read_unlabelled(settings.unlabelled, list(text_columns)) if settings.unlabelled else []
@@ -82,7 +82,7 @@ def transfer_examples(examples: Sequence[Example], settings: TransferSettings, t
     partial = cache_file.with_name(f".{cache_file.name}.{os.getpid()}")
     pd.DataFrame(unlabelled + augmented, columns=list(text_columns)).to_parquet(partial)
     partial.replace(cache_file)
-    cache_entries.commit(cache_file)
+    atomic_files.commit(cache_file)
     log.info("Transfer set: %d unlabelled and %d augmented examples, cached in %s", len(unlabelled), len(augmented),
              cache_file)
     return unlabelled + augmented

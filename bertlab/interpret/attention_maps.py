@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tokenizers import Tokenizer
 
-from bertlab.files import write_atomically
+from bertlab.atomic_files import write_atomically
 from bertlab.model import BertModel
 
 MAX_LABELS = 48  # more tokens than this on an axis: every n-th is labelled

@@ -12,7 +12,7 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bertlab.files import write_atomically
+from bertlab.atomic_files import write_atomically
 from bertlab.inference import LabelledSplit, length_sorted_batches, split_metrics
 from bertlab.metrics import best_mode
 from bertlab.model import BertForSequenceClassification

@@ -22,9 +22,9 @@ from lightning.pytorch.utilities import rank_zero_warn
 from tokenizers import Tokenizer
 
 from bertlab.argument_checks import NonNegative, checks_arguments
+from bertlab.atomic_files import write_atomically
 from bertlab.checkpoint.dispatch import export_pretrained
 from bertlab.errors import BertlabError, ConfigError
-from bertlab.files import write_atomically
 from bertlab.metrics import named_for_their_sets, plot_metrics, read_metrics, summarise_metrics
 from bertlab.value_rules import OneOf
 

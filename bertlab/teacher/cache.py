@@ -18,10 +18,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from bertlab import atomic_files
 from bertlab.checkpoint.dispatch import CONFIG_NAME, WEIGHTS_NAME
-from bertlab.data import cache_entries
 from bertlab.data.sources import content_hash
-from bertlab.files import write_atomically
 
 CACHE_FORMAT = 2  # part of the cache key: raise it when the stored tensors change meaning
 
@@ -65,7 +64,7 @@ def cached_file(folder: Path, key: str, layers: Sequence[int]) -> tuple[Path, li
     each of `layers` sits among the layers it kept."""
     for path in sorted(folder.glob(f"teacher-{key[:24]}-layers*.safetensors")):
         kept = kept_layers(path)
-        if set(layers) <= set(kept) and cache_entries.is_committed(path):
+        if set(layers) <= set(kept) and atomic_files.is_committed(path):
             return path, [kept.index(layer) for layer in layers]
     return None
 
@@ -79,7 +78,7 @@ def reuse_outputs(folder: Path, family: str, hashes: torch.Tensor, train_rows: i
     needs_hidden = torch.arange(len(hashes)) < train_rows if layers else torch.zeros(len(hashes), dtype=torch.bool)
     for path in sorted(folder.glob("teacher-*-layers*.safetensors"), key=lambda path: -path.stat().st_mtime):
         kept = kept_layers(path)
-        if not set(layers) <= set(kept) or not cache_entries.is_committed(path):
+        if not set(layers) <= set(kept) or not atomic_files.is_committed(path):
             continue
         with safe_open(path, framework="pt") as stored:
             if (stored.metadata() or {}).get("settings") != family or "text_hashes" not in stored.keys():
@@ -110,8 +109,8 @@ def write_cache(path: Path, tensors: dict[str, torch.Tensor], labelling: dict[st
                 settings: str | None = None) -> None:
     """`settings`: the teacher settings' key (settings_digest), for later runs to find the file's texts by."""
     metadata = {"labelling": json.dumps(labelling), **({"settings": settings} if settings else {})}
-    write_atomically(path, lambda temp: save_file(tensors, temp, metadata=metadata))
-    cache_entries.commit(path)
+    atomic_files.write_atomically(path, lambda temp: save_file(tensors, temp, metadata=metadata))
+    atomic_files.commit(path)
 
 
 def read_cache(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

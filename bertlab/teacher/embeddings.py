@@ -16,9 +16,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from bertlab import atomic_files
 from bertlab.checkpoint.dispatch import read_config
 from bertlab.config import BertConfig
-from bertlab.data import cache_entries
 from bertlab.data.sources import cache_folder
 from bertlab.model import BertModel
 from bertlab.teacher.cache import cache_key, read_cache, write_cache
@@ -57,7 +57,7 @@ def teacher_embeddings(teacher: str, texts: list[str], *, max_seq_length: int, b
     tokenizer = load_tokenizer(teacher)
     key = cache_key(Path(teacher), tokenizer.to_str(), texts, None, len(texts), max_seq_length, device, dtype)
     cache_file = cache_folder(cache_dir) / f"embeddings-{key[:24]}.safetensors"
-    if cache_entries.is_committed(cache_file):
+    if atomic_files.is_committed(cache_file):
         tensors, labelling = read_cache(cache_file)
         log.info("Sentence embeddings of %s loaded from %s", teacher, cache_file)
         return TeacherEmbeddings(tensors["embeddings"], labelling, cache_file, from_cache=True)

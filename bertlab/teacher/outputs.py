@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
+from bertlab.atomic_files import write_atomically
 from bertlab.data.sources import cache_folder
-from bertlab.files import write_atomically
 from bertlab.model import BertForSequenceClassification
 from bertlab.teacher.cache import (cache_key, cached_file, read_cache, reuse_outputs, settings_digest, text_hashes,
                                    write_cache)

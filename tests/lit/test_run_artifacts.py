@@ -24,7 +24,7 @@ from bertlab.lit.run_artifacts import SAVED_BY, AtomicCheckpointIO, ExportPretra
 from bertlab.model import BertForMaskedLM, BertForSequenceClassification
 from bertlab.tokenizer import load_tokenizer, train_tokenizer
 from bertlab.training.run.run_folder import checkpoint_step
-from tests.data.test_cache_entries import SEED
+from tests.test_atomic_files import SEED
 from tests.lit.helpers import (adamw, classification_batch, loader, model_weights, pretraining_batch,
                                pretraining_module, small_config, trainer)
 

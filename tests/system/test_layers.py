@@ -11,7 +11,7 @@ import bertlab
 PACKAGE = Path(bertlab.__file__).parent
 LAYERS = {  # module or folder → layer; a higher layer may import a lower or the same one
     "errors": 0, "recipe_files": 0, "value_rules": 0, "argument_checks": 0, "stats": 1, "ner_metrics": 1, "squad_metrics": 1, "span_decoding": 1, "config": 1, "losses": 1, "tokenizer": 1, "tokenizer_stages": 2, "allocator": 1,
-    "files": 0, "checkpoint": 2, "tables": 2,
+    "atomic_files": 0, "checkpoint": 2, "tables": 2,
     "model": 2, "metrics": 2, "weight_selection": 2,
     "data": 3, "teacher": 3, "lit": 3, "inference": 4, "token_inference": 4, "qa_inference": 4, "interpret": 4, "training": 5, "bench": 6, "commands": 7,
     "cli": 7, "__main__": 8, "__init__": 3,

@@ -51,8 +51,8 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from bertlab.atomic_files import write_atomically
 from bertlab.errors import CheckpointError, ConfigError
-from bertlab.files import write_atomically
 from bertlab.training.run import run_folder, trial
 
 log = logging.getLogger("bertlab")

@@ -21,8 +21,8 @@ import lightning as L
 import torch
 from lightning.pytorch.loggers import CSVLogger
 
+from bertlab.atomic_files import write_atomically
 from bertlab.errors import CheckpointError
-from bertlab.files import write_atomically
 from bertlab.lit.run_artifacts import SAVED_BY, RunCheckpoint
 from bertlab.metrics import METRICS_CSV
 

@@ -10,7 +10,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bertlab.files import write_atomically
+from bertlab.atomic_files import write_atomically
 from bertlab.metrics import TEXT_RATIO, metric_names, named_for_their_sets, read_metrics, series
 from bertlab.training.suites.glue import GLUE_AVERAGE
 

@@ -11,7 +11,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bertlab.files import write_atomically
+from bertlab.atomic_files import write_atomically
 from bertlab.tables import interval, markdown_row, markdown_table, write_csv, write_markdown
 from bertlab.training.suites.glue import GLUE_AVERAGE, GLUE_CSV, GLUE_SEEDS
 from bertlab.training.suites.glue_scores import glue_table, score_table, seed_scores

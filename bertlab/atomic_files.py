@@ -1,5 +1,6 @@
-"""Cache entries: what bertlab derives from data once and reuses by key (token ids, packed sequences,
-documents, text lines, trained vocabularies, transfer sets, teacher outputs and embeddings).
+"""Files written whole or not at all: one file (`write_atomically`), and a cache entry — what bertlab derives
+from data once and reuses by key (token ids, packed sequences, documents, text lines, trained vocabularies,
+transfer sets, teacher outputs and embeddings) — committed (`commit`, `is_committed`).
 
 An entry is a file or a folder (or the shards of a `datasets` map, `<stem>_00000_of_00002.arrow` …)
 in the cache folder, and its commit record `<entry>.commit` beside it: the size and SHA-256 of every
@@ -15,15 +16,31 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-
-from bertlab.files import write_atomically
-
 
 log = logging.getLogger("bertlab")
 RECORD_SUFFIX = ".commit"
 SHARD_PATTERN = "_[0-9][0-9][0-9][0-9][0-9]_of_[0-9][0-9][0-9][0-9][0-9]"  # datasets' suffix_template
+
+
+def write_atomically(path: Path, write) -> None:
+    """Calls `write(temp_path)` on a temporary sibling, then renames it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(temp)
+        # mkstemp creates 0600 and safetensors re-creates the file: set the mode once it is written.
+        os.chmod(temp, 0o644)
+        with open(temp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def record_path(entry: Path) -> Path:

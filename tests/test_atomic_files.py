@@ -1,5 +1,5 @@
 """Caches a kill or a disk left half-written are detected and built again, never read
-(bertlab.data.cache_entries) — seeded fault injection, so every run of these tests injects the same
+(bertlab.atomic_files) — seeded fault injection, so every run of these tests injects the same
 faults: a real SIGKILL of a child process at the Nth call of a write step (a row or batch written, a
 rename, a commit record, a file of a vocabulary), an exception at the Nth write in this process, and
 cache files truncated, corrupted or stripped of their record on disk. After each fault the next build
@@ -22,7 +22,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from bertlab.data import cache_entries
+from bertlab import atomic_files
 from bertlab.data.pretraining import PretrainingDataModule
 from bertlab.data.transfer_set import TransferSettings, transfer_examples
 from bertlab.model import BertForSequenceClassification
@@ -32,11 +32,11 @@ from bertlab.tokenizer import save_tokenizer, train_tokenizer
 from tests.factories import small_config
 
 SEED = 63
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 # The write steps a kill can land in: (module, attribute) of the function called once per step.
 WRITE_STEPS = [("datasets.arrow_writer", "ArrowWriter.write"), ("datasets.arrow_writer", "ArrowWriter.write_batch"),
                ("datasets.arrow_writer", "ArrowWriter.write_table"), ("os", "replace"), ("os", "rename"),
-               ("bertlab.data.cache_entries", "commit"), ("pathlib", "Path.write_text")]
+               ("bertlab.atomic_files", "commit"), ("pathlib", "Path.write_text")]
 
 
 def data_options(cache: Path) -> dict:
@@ -59,7 +59,7 @@ def build(source: Path, cache: Path) -> str:
 def cache_files(cache: Path) -> dict[str, str]:
     """sha256 of every committed entry's files and records (temporary files of killed writes left out)."""
     listed = {}
-    for record in cache.glob(f"*{cache_entries.RECORD_SUFFIX}"):
+    for record in cache.glob(f"*{atomic_files.RECORD_SUFFIX}"):
         listed[record.name] = hashlib.sha256(record.read_bytes()).hexdigest()
         for name in json.loads(record.read_text())["files"]:
             listed[name] = hashlib.sha256((cache / name).read_bytes()).hexdigest()
@@ -85,14 +85,14 @@ def clean(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path,
 
 def test_every_pretraining_cache_is_a_committed_entry(clean):
     cache, _, files = clean
-    kinds = {name.split("-")[0] for name in files if not name.endswith(cache_entries.RECORD_SUFFIX)}
+    kinds = {name.split("-")[0] for name in files if not name.endswith(atomic_files.RECORD_SUFFIX)}
     assert kinds == {"lines", "documents", "holdout", "tokenizer", "tokens", "sequences"}
     assert any("_of_00002" in name for name in files)  # the shards of a map in two processes
 
 
 def damage(cache: Path, rng: random.Random) -> str:
     """Truncates, corrupts or removes the record of one cache file chosen by `rng`; says what it did."""
-    records = sorted(cache.glob(f"*{cache_entries.RECORD_SUFFIX}"))
+    records = sorted(cache.glob(f"*{atomic_files.RECORD_SUFFIX}"))
     record = rng.choice(records)
     name = rng.choice(sorted(json.loads(record.read_text())["files"]))
     path = cache / name
@@ -186,7 +186,7 @@ CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from tests.data.test_cache_entries import build, resolve
+    from tests.test_atomic_files import build, resolve
     step, n = ({module!r}, {attribute!r}), {n}
     owner, original = resolve(step)
     calls = [0]
@@ -264,7 +264,7 @@ def stored(cache: Path) -> dict[str, object]:
     """Each committed distillation cache file: a safetensors file as its tensors (its metadata records the
     labelling's time, which differs between two builds), any other as its sha256."""
     return {name: load_file(cache / name) if name.endswith(".safetensors") else digest
-            for name, digest in cache_files(cache).items() if not name.endswith(cache_entries.RECORD_SUFFIX)}
+            for name, digest in cache_files(cache).items() if not name.endswith(atomic_files.RECORD_SUFFIX)}
 
 
 def same(a, b) -> bool:
@@ -297,7 +297,7 @@ def test_distillation_caches_left_half_written_or_damaged_are_rebuilt_bit_identi
     for n in (1, 2, 3):  # stopped between a file's rename and its commit record: the Nth entry
         cache = tmp_path / f"uncommitted{n}"
         calls = [0]
-        original = cache_entries.commit
+        original = atomic_files.commit
 
         def faulty(*args, **kwargs):
             calls[0] += 1
@@ -305,7 +305,7 @@ def test_distillation_caches_left_half_written_or_damaged_are_rebuilt_bit_identi
                 raise Killed
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(cache_entries, "commit", faulty)
+        monkeypatch.setattr(atomic_files, "commit", faulty)
         with pytest.raises(Killed):
             distillation_caches(classifier, cache)
         monkeypatch.undo()
