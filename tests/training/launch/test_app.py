@@ -13,7 +13,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
 from bertlab.errors import UsageError
-from bertlab.training.launch.app import SweepJob, checked_configs, launch
+from bertlab.training.launch.app import SweepJob, checked_configs, flags_first, launch
 from bertlab.training.run.fit import run_training
 from bertlab.training.launch.config_tree import CONFIG_MODULE, register_configs
 
@@ -56,3 +56,12 @@ def test_a_job_of_a_sweep_unpickled_in_a_process_of_its_own_has_bertlabs_resolve
     output = subprocess.run([sys.executable, "-c", script, str(tmp_path / "job.pkl")], capture_output=True, text=True,
                             check=True).stdout
     assert output.strip() == "True"
+
+
+def test_flags_go_before_the_overrides_with_their_values():
+    assert flags_first(["+recipe=sst2", "-m", "seed=1,2"]) == ["-m", "+recipe=sst2", "seed=1,2"]
+    assert flags_first(["a=1", "--cfg", "job", "b=2"]) == ["--cfg", "job", "a=1", "b=2"]
+    with pytest.raises(UsageError, match="command line: unknown flag --frobnicate"):
+        flags_first(["a=1", "--frobnicate"])
+    with pytest.raises(UsageError, match=r"--cfg needs a value \(job, hydra, all\)"):
+        flags_first(["--cfg", "a=1"])
