@@ -117,126 +117,12 @@ def test_real_minilm_into_classifier_reports_new_head(minilm_dir, caplog):
     assert text in caplog.text  # an incomplete load is logged as a warning
 
 
-def test_report_groups_per_layer_keys(tmp_path):
-    saved(BertForPreTraining(small_config(num_hidden_layers=4)), tmp_path)
-    model = BertForPreTraining.from_pretrained(tmp_path, num_hidden_layers=2)
-    text = str(model.load_report)
-    assert "  ignored (in the checkpoint, not used by this model):" in text
-    assert "    bert.encoder.layer.{2-3}.attention.self.query.weight" in text
-    assert "layer.2." not in text and "layer.3." not in text
-    assert len(model.load_report.unexpected) == 2 * 16
-
-
-# --- key normalisation ---------------------------------------------------------------------------
-
-
-def test_base_checkpoint_without_prefix_loads_into_head_model(tmp_path):
-    base = BertModel(small_config())
-    model = BertForMaskedLM.from_pretrained(saved(base, tmp_path))
-    assert sorted(model.load_report.unexpected) == ["bert.pooler.dense.bias", "bert.pooler.dense.weight"]
-    assert all(key.startswith("cls.predictions.") for key in model.load_report.missing)
-    assert_same_encoder(base, model.bert)
-
-
-def test_prefixed_checkpoint_loads_into_base_model(tmp_path):
-    full = BertForPreTraining(small_config())
-    model = BertModel.from_pretrained(saved(full, tmp_path))
-    assert model.load_report.missing == []
-    assert model.load_report.unexpected and all(k.startswith("cls.") for k in model.load_report.unexpected)
-    assert_same_encoder(full.bert, model)
-
-
-def test_old_buffers_tf_names_and_decoder_bias_alias_are_understood(tmp_path):
-    original = BertForPreTraining(small_config())
-    with torch.no_grad():
-        original.cls.predictions.bias.normal_()
-    saved(original, tmp_path)
-
-    def to_old_style(state):
-        renamed = {}
-        for key, tensor in state.items():
-            key = key.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
-            key = key.replace("cls.predictions.bias", "cls.predictions.decoder.bias")
-            renamed[key] = tensor
-        renamed["bert.embeddings.position_ids"] = torch.arange(32)[None]
-        renamed["bert.embeddings.token_type_ids"] = torch.zeros(1, 32, dtype=torch.long)
-        renamed["cls.predictions.decoder.weight"] = state["bert.embeddings.word_embeddings.weight"].clone()
-        return renamed
-
-    rewrite_weights(tmp_path, to_old_style)
-    assert any(k.endswith("LayerNorm.gamma") for k in load_file(tmp_path / "model.safetensors"))
-    model = BertForPreTraining.from_pretrained(tmp_path)
-    assert model.load_report.complete, str(model.load_report)
-    for key, tensor in original.state_dict().items():
-        assert torch.equal(model.state_dict()[key], tensor), key
-
-
-# --- configs that disagree with the weights -----------------------------------------------------
-
-
-def test_relative_config_with_absolute_weights_is_an_error(tmp_path):
-    saved(BertModel(small_config()), tmp_path)
-    edit_config(tmp_path, position_embedding_type="relative_key")
-    with pytest.raises(CheckpointError, match="relative_key.*no distance_embedding.*absolute positions") as error:
-        BertModel.from_pretrained(tmp_path)
-    assert str(tmp_path) in str(error.value)
-
-
-def test_absolute_config_with_relative_weights_is_an_error(tmp_path):
-    saved(BertForMaskedLM(small_config(position_embedding_type="relative_key_query")), tmp_path)
-    edit_config(tmp_path, position_embedding_type="absolute")
-    with pytest.raises(CheckpointError, match="'absolute' but the weights contain relative distance_embedding"):
-        BertForMaskedLM.from_pretrained(tmp_path)
-
-
-@pytest.mark.parametrize("change", [dict(intermediate_size=48), dict(hidden_size=64), dict(vocab_size=100)])
-def test_weights_that_do_not_fit_the_config_are_an_error(tmp_path, change):
-    saved(BertForSequenceClassification(small_config()), tmp_path)
-    edit_config(tmp_path, **change)
-    with pytest.raises(CheckpointError, match="do not fit the model config.*checkpoint.*vs model") as error:
-        BertForSequenceClassification.from_pretrained(tmp_path)
-    assert str(tmp_path) in str(error.value)
-
-
-def test_classifier_with_other_num_labels_is_reinitialised_not_an_error(tmp_path):
-    original = BertForSequenceClassification(small_config(id2label={0: "neg", 1: "pos"}))
-    saved(original, tmp_path)
-    model = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
-    report = model.load_report
-    assert sorted(key for key, _, _ in report.mismatched) == ["classifier.bias", "classifier.weight"]
-    assert ("classifier.weight", (2, 32), (5, 32)) in report.mismatched
-    assert report.missing == [] and report.unexpected == []
-    assert "re-initialised (shape in checkpoint differs from this model):" in str(report)
-    assert "classifier.weight: checkpoint (2, 32) vs model (5, 32)" in str(report)
-    assert model.config.num_labels == 5 and model.config.id2label is None  # old names dropped
-    assert model.classifier.weight.std() > 0
-    assert_same_encoder(original.bert, model.bert)
-
-
-def test_same_num_labels_override_keeps_label_names(tmp_path):
-    saved(BertForSequenceClassification(small_config(id2label={0: "neg", 1: "pos"})), tmp_path)
-    model = BertForSequenceClassification.from_pretrained(tmp_path, num_labels=2)
-    assert model.config.id2label == {0: "neg", 1: "pos"} and model.load_report.complete
-
-
 def test_unknown_override_is_a_config_error(tmp_path):
     saved(BertModel(small_config()), tmp_path)
     with pytest.raises(ConfigError, match="unknown config override.*num_label"):
         BertModel.from_pretrained(tmp_path, num_label=3)
     model = BertModel.from_pretrained(tmp_path, attn_implementation="eager", gradient_checkpointing=True)
     assert model.config.attn_implementation == "eager" and model.encoder.gradient_checkpointing
-
-
-@pytest.mark.parametrize(("pruned_in", "pruned_heads"), [("weights", {}), ("config", {"0": [1]})])
-def test_pruned_heads_in_only_the_weights_or_only_the_config_are_an_error(tmp_path, pruned_in, pruned_heads):
-    model = BertModel(small_config())
-    if pruned_in == "weights":
-        model.prune_heads({0: [1]})
-    saved(model, tmp_path)
-    edit_config(tmp_path, pruned_heads=pruned_heads)
-    message = r"7 tensor\(s\) do not fit the model config, e.g. encoder.layer.0.attention.*weights disagree"
-    with pytest.raises(CheckpointError, match=message):  # query, key, value (weights, biases), output.dense
-        BertModel.from_pretrained(tmp_path)
 
 
 # --- unreadable files -----------------------------------------------------------------------------
