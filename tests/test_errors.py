@@ -4,6 +4,7 @@ catches ValueError around a bertlab call keeps working."""
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -25,7 +26,8 @@ def test_each_error_ends_the_command_in_one_line_with_its_status(monkeypatch, ca
     def main(arguments, prog):
         raise error
 
-    monkeypatch.setattr(cli.importlib, "import_module", lambda name: SimpleNamespace(main=main))
+    monkeypatch.setitem(sys.modules, "failing_command", SimpleNamespace(main=main))
+    monkeypatch.setattr(cli, "command_module", lambda command: "failing_command")
     monkeypatch.delenv("BERTLAB_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exit_:
         cli.main(["bench", "--help"])  # bench: the one command that leaves the allocator as it is

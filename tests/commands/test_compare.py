@@ -18,6 +18,7 @@ from bertlab.commands.compare import compare
 from bertlab.config import BertConfig
 from bertlab.model import BertModel
 from tests.bertlab_runs import run_in_process
+from tests.training.suites.test_verdict import seed_rows
 
 
 def write_run(folder: Path, config: dict, losses: list[float], minutes: float | None = None) -> Path:
@@ -185,9 +186,7 @@ def test_a_suite_from_a_checkpoint_shows_the_architecture_the_checkpoint_gave_it
 
 def write_seed_scores(path: Path, scores: dict[str, list[float]], seeds: list[int] | None = None) -> Path:
     """A CSV laid out as a suite's glue_seeds.csv: task, seed, score."""
-    rows = [{"task": task, "seed": seed, "score": score} for task, values in scores.items()
-            for seed, score in zip(seeds or range(len(values)), values)]
-    pd.DataFrame(rows).to_csv(path, index=False)
+    pd.DataFrame(seed_rows(scores, seeds)).to_csv(path, index=False)
     return path
 
 

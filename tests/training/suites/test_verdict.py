@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 
 import pytest
 from scipy import stats
@@ -14,13 +15,14 @@ from bertlab.training.suites.glue import GLUE_AVERAGE
 from bertlab.training.suites.verdict import text_verdicts, verdict_lines, verdicts, with_averages
 
 
-def suite(scores: dict[str, list[float]], seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict]:
+def seed_rows(scores: dict[str, list[float]], seeds: Iterable[int] | None = None) -> list[dict]:
+    """glue_seeds.csv's rows (task, seed, score) of each task's scores, seeds 0, 1, … unless given."""
     return [{"task": task, "seed": seed, "score": score}
-            for task, values in scores.items() for seed, score in zip(seeds, values)]
+            for task, values in scores.items() for seed, score in zip(seeds or range(len(values)), values)]
 
 
 def test_an_average_row_is_added_for_each_seed_that_ran_every_task():
-    rows = with_averages(suite({"cola": [10.0, 20.0], "rte": [50.0, 60.0]}, seeds=(0, 1))
+    rows = with_averages(seed_rows({"cola": [10.0, 20.0], "rte": [50.0, 60.0]}, seeds=(0, 1))
                          + [{"task": "cola", "seed": 2, "score": 30.0}])
     averages = {row["seed"]: row["score"] for row in rows if row["task"] == GLUE_AVERAGE}
     assert averages == {0: 30.0, 1: 40.0}  # seed 2 ran one task of two
@@ -28,8 +30,8 @@ def test_an_average_row_is_added_for_each_seed_that_ran_every_task():
 
 
 def test_one_suite_a_side_with_the_same_seeds_is_judged_paired_per_seed():
-    baseline = with_averages(suite({"sst2": [80.0, 81.0, 82.0]}))
-    other = with_averages(suite({"sst2": [81.0, 82.5, 83.0]}))
+    baseline = with_averages(seed_rows({"sst2": [80.0, 81.0, 82.0]}))
+    other = with_averages(seed_rows({"sst2": [81.0, 82.5, 83.0]}))
     table, notes = verdicts([baseline], [other])
     assert [entry["task"] for entry in table] == ["sst2", GLUE_AVERAGE] and notes == []
     entry = table[0]
@@ -39,8 +41,8 @@ def test_one_suite_a_side_with_the_same_seeds_is_judged_paired_per_seed():
 
 
 def test_groups_are_judged_with_the_pretraining_run_as_the_unit():
-    baseline = [with_averages(suite({"sst2": [80.0, 80.2, 80.4]})), with_averages(suite({"sst2": [80.6, 80.8, 81.0]}))]
-    other = [with_averages(suite({"sst2": [82.0, 82.2, 82.4]})), with_averages(suite({"sst2": [81.6, 81.8, 82.0]}))]
+    baseline = [with_averages(seed_rows({"sst2": [80.0, 80.2, 80.4]})), with_averages(seed_rows({"sst2": [80.6, 80.8, 81.0]}))]
+    other = [with_averages(seed_rows({"sst2": [82.0, 82.2, 82.4]})), with_averages(seed_rows({"sst2": [81.6, 81.8, 82.0]}))]
     table, _ = verdicts(baseline, other)
     entry = table[0]
     assert entry["unit"] == "pretraining runs" and entry["baseline"].n == 2 and entry["other"].n == 2
@@ -51,8 +53,8 @@ def test_groups_are_judged_with_the_pretraining_run_as_the_unit():
 
 
 def test_the_average_of_sides_that_ran_different_tasks_is_left_out_and_said_so():
-    baseline = with_averages(suite({"sst2": [80.0, 81.0, 82.0], "rte": [50.0, 52.0, 54.0]}))
-    other = with_averages(suite({"sst2": [80.0, 81.0, 82.0]}))
+    baseline = with_averages(seed_rows({"sst2": [80.0, 81.0, 82.0], "rte": [50.0, 52.0, 54.0]}))
+    other = with_averages(seed_rows({"sst2": [80.0, 81.0, 82.0]}))
     table, notes = verdicts([baseline], [other])
     assert [entry["task"] for entry in table] == ["sst2"]
     assert notes == [f"{GLUE_AVERAGE}: not judged, the sides ran different tasks"]
