@@ -15,7 +15,7 @@ import transformers
 
 from bertlab.bench.clock import interleave
 from bertlab.bench.pretraining import (MlmSetup, bertlab_measurement, bertlab_options, bertlab_predicted_positions,
-                                       transformers_loop)
+                                       collator_batches)
 from bertlab.bench.report import Result
 from bertlab.bench.training import TransformersLoop
 from bertlab.checkpoint.modernbert import modernbert_config_values
@@ -41,7 +41,7 @@ def modernbert_measurement(setup: MlmSetup, special_ids: dict[str, int], sparse_
     values = modernbert_config_values(setup.config, "BertForMaskedLM")
     config = transformers.ModernBertConfig(**{**values, "sparse_prediction": sparse_prediction,
                                               "pad_token_id": special_ids["pad"]})
-    _, next_batch = transformers_loop(setup, special_ids)  # run_mlm.py's collator on the same rows
+    next_batch = collator_batches(setup, special_ids)  # run_mlm.py's collator on the same rows
     loop = TransformersLoop(transformers.ModernBertForMaskedLM(config), setup.device, setup.precision)
 
     def batch():
@@ -61,12 +61,15 @@ def compare(setup: MlmSetup, special_ids: dict[str, int], repeats: int) -> list[
     tokens = setup.batch_size * setup.length
     masked = round(0.15 * tokens)
     predicted = {baseline: tokens, sparse: masked, "bertlab": bertlab_predicted_positions(setup, bertlab_options(setup))}
+    # transformers runs its whole encoder at every position; sparse_prediction selects the masked rows for the head only
+    last_layer_rows = {baseline: tokens, sparse: tokens, "bertlab": None}
     setting = (f"batch {setup.batch_size} × {setup.length} tokens, vocab {setup.config.vocab_size}, ModernBERT-shaped "
-               f"(rotary, pre-norm, GeGLU, no biases, window {setup.config.local_attention_window} every "
-               f"{setup.config.global_attention_every_n_layers}rd layer global), AdamW, clipping 1.0")
+               f"(rotary, pre-norm, GeGLU, no biases, window {setup.config.local_attention_window}, one layer "
+               f"in {setup.config.global_attention_every_n_layers} global), AdamW, clipping 1.0")
     return [Result("modernbert", setup.case, setting, setup.precision, name, "tokens/s", tokens * setup.steps,
                    timing, baseline=baseline, steps=setup.steps,
-                   flops=mlm_training_flops(setup.config, setup.batch_size, setup.length, predicted[name]) * setup.steps)
+                   flops=mlm_training_flops(setup.config, setup.batch_size, setup.length, predicted[name],
+                                            last_layer_rows[name]) * setup.steps)
             for name, timing in timings.items()]
 
 

@@ -157,63 +157,6 @@ def test_a_transfer_set_without_a_teacher_is_a_one_line_error(tiny_data_dir, tmp
 
 
 @pytest.mark.slow
-def test_the_teacher_reads_every_text_once_and_not_again_from_the_cache(runs, tmp_path, monkeypatch):
-    seen = []  # rows of each teacher forward
-    forward = BertForSequenceClassification.forward
-
-    def counted_forward(model, input_ids, *args, **kwargs):
-        seen.append(len(input_ids))
-        return forward(model, input_ids, *args, **kwargs)
-
-    monkeypatch.setattr(BertForSequenceClassification, "forward", counted_forward)
-    texts = ([f"good movie number {i}" for i in range(30)], None), (["a dull plot", "great"], None)
-    options = dict(layers=[1], max_seq_length=32, batch_size=8, device=torch.device("cpu"), dtype=None,
-                   cache_dir=tmp_path)
-    computed = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **options)
-    assert sum(seen) == 32 and not computed.from_cache
-    loaded = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **options)
-    assert sum(seen) == 32 and loaded.from_cache
-    assert torch.equal(loaded.train_logits, computed.train_logits)
-    assert torch.equal(loaded.train_hidden, computed.train_hidden)
-    assert loaded.validation_logits.shape == (2, 2)
-    logits_only = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **{**options, "layers": []})
-    assert sum(seen) == 32 and logits_only.from_cache  # the file with hidden states has the logits too
-    assert torch.equal(logits_only.train_logits, computed.train_logits) and logits_only.train_hidden is None
-    twice = teacher_module.teacher_outputs(str(runs["teacher"]), *texts, **{**options, "layers": [1, 1]})
-    assert sum(seen) == 32 and twice.from_cache  # the layers asked for are among those a file kept
-    assert torch.equal(twice.train_hidden, computed.train_hidden.expand(-1, 2, -1))
-
-
-@pytest.mark.slow
-def test_a_changed_set_of_texts_takes_the_outputs_the_cache_holds_and_the_teacher_reads_the_rest(
-        runs, tmp_path, monkeypatch):
-    read = []  # the texts of each teacher pass
-    run_teacher = teacher_module.run_teacher
-
-    def counted(model, tokenizer, texts, *args, **kwargs):
-        read.append(list(texts))
-        return run_teacher(model, tokenizer, texts, *args, **kwargs)
-
-    monkeypatch.setattr(teacher_module, "run_teacher", counted)
-    options = dict(layers=[1], max_seq_length=32, batch_size=8, device=torch.device("cpu"), dtype=None)
-    training = [f"good movie number {i}" for i in range(30)]
-    teacher_module.teacher_outputs(str(runs["teacher"]), (training, None), (["a dull plot", "great"], None),
-                                   cache_dir=tmp_path / "cache", **options)
-    # "a dull plot" was a validation text, whose [CLS] states no file keeps: as a training text it is read again.
-    grown = (training + ["a dull plot", "a new text", "another new one"], None), (["great", "brand new"], None)
-    outputs = teacher_module.teacher_outputs(str(runs["teacher"]), *grown, cache_dir=tmp_path / "cache", **options)
-    assert sorted(read[1]) == ["a dull plot", "a new text", "another new one", "brand new"]
-    assert outputs.labelling["sentences"] == 4 and outputs.labelling["reused"] == 31 and not outputs.from_cache
-    fresh = teacher_module.teacher_outputs(str(runs["teacher"]), *grown, cache_dir=tmp_path / "fresh", **options)
-    assert len(read[2]) == 35 and fresh.labelling["reused"] == 0
-    torch.testing.assert_close(outputs.train_logits, fresh.train_logits, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(outputs.validation_logits, fresh.validation_logits, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(outputs.train_hidden, fresh.train_hidden, rtol=1e-3, atol=1e-3)
-    again = teacher_module.teacher_outputs(str(runs["teacher"]), *grown, cache_dir=tmp_path / "cache", **options)
-    assert len(read) == 3 and again.from_cache  # the grown set's own file
-
-
-@pytest.mark.slow
 def test_a_time_budget_leaves_the_teachers_labelling_out(runs, tiny_data_dir, tmp_path, monkeypatch):
     """The labelling happens once, in the calibration's trial; the run reads the cache. A budget that
     counted it would give a first run fewer steps than the same run with the cache already made."""

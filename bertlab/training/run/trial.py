@@ -124,7 +124,7 @@ def independent_copy(module: L.LightningModule) -> L.LightningModule:
     compiled call."""
     copy = deepcopy(module)
     if module.hparams.get("compile"):
-        copy.model.compile()
+        copy.model.compile(mode=module.hparams.get("compile_mode"))
     return copy
 
 

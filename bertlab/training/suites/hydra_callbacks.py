@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
@@ -57,7 +58,9 @@ class GlueSuite(Callback):
               f"{eta}", flush=True)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        if job_return is not None and job_return.return_value != "skipped":
+        # A failed job's return_value re-raises its error, which Hydra's launcher reports already.
+        if (job_return is not None and job_return.status == JobStatus.COMPLETED
+                and job_return.return_value != "skipped"):
             self.ran += 1
             self.seconds += time.perf_counter() - self.job_start
 

@@ -99,14 +99,3 @@ def test_held_out_selection_reports_the_validation_split_at_the_step_and_rate_th
     assert "chosen on a selection split held out of each task's training rows" in markdown
     assert read_seed_scores(tmp_path / GLUE_SEEDS) == [{**r, "lr": str(r["lr"]), "dev-selected lr": str(r["dev-selected lr"])}
                                                        for r in seeds]
-
-
-def test_a_suite_that_selected_on_dev_reports_as_before_and_shows_no_dev_selected_column(tmp_path):
-    for seed, accuracy in enumerate((0.80, 0.84, 0.82)):
-        write_job(tmp_path, "sst2", seed, [{"step": 9, "val/accuracy": accuracy}], "val/accuracy", ["accuracy"])
-    markdown = write_glue_table(tmp_path)
-    assert "| sst2 | 3 | 82.0 | 2.0 | [77.0, 87.0] |" in markdown and "dev-selected" not in markdown
-    assert "chosen on the validation split itself" in markdown
-    with (tmp_path / "glue.csv").open() as handle:
-        average = list(csv.DictReader(handle))[-1]
-    assert (average["task seeds"], float(average["task ci low"])) == ("3", pytest.approx(82 - 4.302653 * 2 / 3 ** 0.5))
