@@ -14,8 +14,9 @@ import torch
 from bertlab.bench import fine_tuning
 from bertlab.bench.clock import Timing
 from bertlab.bench.fine_tuning import DYNAMIC, FineTuneSetup, fixed_name, fixed_steps
-from bertlab.bench.training import ADAMW, TransformersLoop
+from bertlab.bench.training import ADAMW
 from bertlab.model import BertForSequenceClassification
+from tests.bench.test_training import recording_loops
 
 CPU = torch.device("cpu")
 
@@ -49,18 +50,7 @@ def test_both_systems_read_the_same_pieces_and_labels(setup):
 def test_transformers_batches_are_padded_to_their_longest_row_or_to_max_seq_length_the_same_every_repeat(
         monkeypatch, setup):
     transformers = pytest.importorskip("transformers")
-    loops, batches = [], []
-
-    class RecordingLoop(TransformersLoop):
-        def __init__(self, *args) -> None:
-            super().__init__(*args)
-            loops.append(self)
-
-        def step(self, batch) -> None:
-            batches.append(batch)
-            super().step(batch)
-
-    monkeypatch.setattr(fine_tuning, "TransformersLoop", RecordingLoop)
+    loops, batches = recording_loops(monkeypatch, fine_tuning)
     train, tokenizer = fine_tuning.transformers_data(setup)
     measured = fine_tuning.transformers_measurements(setup, train, tokenizer, "fp32")
     assert list(measured) == [DYNAMIC, "transformers, padding to 64"]

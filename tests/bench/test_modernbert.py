@@ -11,9 +11,9 @@ from bertlab.bench import modernbert
 from bertlab.bench.clock import Timing
 from bertlab.bench.modernbert import modernbert_shaped, setups
 from bertlab.bench.pretraining import MlmSetup, mlm_config
-from bertlab.bench.training import TransformersLoop
 from bertlab.model import BertForMaskedLM
 from bertlab.tokenizer import load_tokenizer, special_token_ids
+from tests.bench.test_training import recording_loops
 
 CPU = torch.device("cpu")
 
@@ -57,18 +57,7 @@ def test_transformers_modernbert_has_bertlabs_parameters_and_trains_on_batches_w
     special_ids = special_token_ids(tokenizer)
     setup = MlmSetup("bert_tiny", modernbert_shaped("bert_tiny", tokenizer.get_vocab_size()), batch_size=2, length=16,
                      tokenizer_dir=model_dir, device=CPU, precision="fp32", steps=2, warmup=1)
-    loops, batches = [], []
-
-    class RecordingLoop(TransformersLoop):
-        def __init__(self, *args) -> None:
-            super().__init__(*args)
-            loops.append(self)
-
-        def step(self, batch) -> None:
-            batches.append(batch)
-            super().step(batch)
-
-    monkeypatch.setattr(modernbert, "TransformersLoop", RecordingLoop)
+    loops, batches = recording_loops(monkeypatch, modernbert)
     measure = modernbert.modernbert_measurement(setup, special_ids, sparse_prediction)
     model = loops[0].model
     assert isinstance(model, transformers.ModernBertForMaskedLM)

@@ -60,6 +60,23 @@ class CountBatches(L.Callback):
         self.batches += 1
 
 
+def recording_loops(monkeypatch: pytest.MonkeyPatch, module) -> tuple[list[TransformersLoop], list[dict]]:
+    """Replaces `module`'s TransformersLoop with one that records each loop built and each batch it steps on."""
+    loops, batches = [], []
+
+    class RecordingLoop(TransformersLoop):
+        def __init__(self, *args) -> None:
+            super().__init__(*args)
+            loops.append(self)
+
+        def step(self, batch) -> None:
+            batches.append(batch)
+            super().step(batch)
+
+    monkeypatch.setattr(module, "TransformersLoop", RecordingLoop)
+    return loops, batches
+
+
 def test_bertlab_optimizer_adds_the_bench_settings_to_the_given_optimizers_own():
     parameters = [nn.Parameter(torch.zeros(2))]
     plain = bertlab_optimizer()(parameters)

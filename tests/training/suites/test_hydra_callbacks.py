@@ -22,6 +22,14 @@ from tests.training.fake_clocks import FakeClock
 from tests.training.suites.test_glue_scores import write_job
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The suite's clock, moved by hand."""
+    fake = FakeClock(0.0)
+    monkeypatch.setattr(hydra_callbacks.time, "perf_counter", fake)
+    return fake
+
+
 def sweep_config(sweep_dir: Path) -> DictConfig:
     return OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}})
 
@@ -59,9 +67,7 @@ def test_a_sweep_without_a_finished_run_gets_a_warning_and_no_summary(tmp_path, 
     assert capsys.readouterr().out == "" and not (tmp_path / "summary.csv").exists()
 
 
-def test_a_failed_job_is_not_counted_and_its_error_is_not_raised_again(monkeypatch, capsys):
-    clock = FakeClock(0.0)
-    monkeypatch.setattr(hydra_callbacks.time, "perf_counter", clock)
+def test_a_failed_job_is_not_counted_and_its_error_is_not_raised_again(clock, capsys):
     suite = GlueSuite(jobs=3, done_before=0)
     suite.on_job_start(job_config("rte", 0, 1e-3))
     clock.time += 30.0
@@ -70,9 +76,7 @@ def test_a_failed_job_is_not_counted_and_its_error_is_not_raised_again(monkeypat
     assert suite.ran == 0 and capsys.readouterr().out.splitlines()[-1] == "GLUE job 2/3: rte seed 1, lr 0.001"
 
 
-def test_the_suites_progress_counts_earlier_sweeps_and_estimates_from_the_jobs_that_ran(monkeypatch, capsys):
-    clock = FakeClock(0.0)
-    monkeypatch.setattr(hydra_callbacks.time, "perf_counter", clock)
+def test_the_suites_progress_counts_earlier_sweeps_and_estimates_from_the_jobs_that_ran(clock, capsys):
     suite = GlueSuite(jobs=5, done_before=1)
     suite.on_job_start(job_config("rte", 0, 1e-3))
     clock.time += 120.0
