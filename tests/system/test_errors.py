@@ -61,7 +61,7 @@ def test_unknown_command(capsys):
 @pytest.mark.parametrize("overrides, expected", [
     (["+recipe=nope"], "unknown recipe 'nope'; known recipes: conll2003, conll2003_minilm, conll2003_scratch, "
                        "embed_distill_tiny, mlm_base_gpu, mlm_mini_wiki, mlm_nsp_tiny, mlm_tiny, mlm_tiny_distill, "
-                       "mlm_tiny_distill_selected, mlm_tiny_modern, mlm_tiny_plain, mlm_tiny_wiki"),
+                       "mlm_tiny_distill_selected, mlm_tiny_modern, mlm_tiny_plain, mlm_tiny_wide_wiki, mlm_tiny_wiki"),
     (["model=bert_huge"], "unknown model config 'bert_huge'; known model configs: bert_base, bert_large, bert_medium"),
     (["trainer.max_stepz=5"], "unknown config key 'trainer.max_stepz'; 'trainer' has: accelerator, devices"),
     (["trainer.max_steps=abc"],
